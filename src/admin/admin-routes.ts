@@ -1,0 +1,162 @@
+import type { Context } from "hono";
+import { Hono } from "hono";
+import { z } from "zod";
+import { parseJson } from "../envelope/json.js";
+import type { SandboxEvents } from "../events.js";
+import { issue, operationOutcome } from "../fhir/outcome.js";
+import { FHIR_JSON } from "../http/fhir-response.js";
+import { readBody } from "../http/read-body.js";
+import { callView } from "../journal/call-view.js";
+import type { CallFilter, Journal } from "../journal/journal.js";
+import { compileExpectation, expectationSchema, type Verification } from "../journal/verify.js";
+import type { Catalogue } from "../routing/catalogue.js";
+import { adminAuth } from "./auth.js";
+
+export interface AdminDeps {
+  catalogue: Catalogue;
+  journal: Journal;
+  events: SandboxEvents;
+  basePath: string;
+  maxBody: number;
+  adminToken: string | undefined;
+  version: string;
+  startedAt: Date;
+  now(): Date;
+  /** Puts state back to fixtures, clears the journal and counters. */
+  reset(): void;
+}
+
+function problem(status: 400 | 404, diagnostics: string, code: "invalid" | "not-found" = "invalid"): Response {
+  return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
+    status,
+    headers: { "content-type": FHIR_JSON },
+  });
+}
+
+const callQuery = z
+  .object({
+    operation: z.string().min(1).optional(),
+    direction: z.enum(["inbound", "outbound"]).optional(),
+    messageId: z.string().min(1).optional(),
+    since: z
+      .string()
+      .refine((s) => !Number.isNaN(Date.parse(s)), "an ISO 8601 date-time, e.g. 2026-01-31T10:00:00Z")
+      .transform((s) => new Date(s))
+      .optional(),
+    limit: z.coerce.number().int().min(1).optional(),
+  })
+  .strict();
+
+async function jsonBody(
+  c: Context,
+  maxBody: number,
+): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
+  const read = await readBody(c.req.raw, maxBody);
+  if (!read.ok) return { ok: false, response: problem(400, `The body is larger than ${read.limit} bytes.`) };
+  const parsed = parseJson(read.text === "" ? "{}" : read.text);
+  if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
+  return { ok: true, value: parsed.value };
+}
+
+const describeZod = (error: z.ZodError): string =>
+  error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
+
+/** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
+export function adminRoutes(deps: AdminDeps): Hono {
+  const admin = new Hono();
+  admin.use("*", adminAuth(deps.adminToken));
+
+  admin.get("/health", (c) =>
+    c.json({
+      status: "ok",
+      version: deps.version,
+      uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
+      calls: deps.journal.size,
+    }),
+  );
+
+  admin.get("/operations", (c) =>
+    c.json({
+      operations: deps.catalogue.operations.map((op) => ({
+        id: op.id,
+        area: op.area,
+        method: "POST",
+        path: `${deps.basePath}${op.path}`,
+        event: op.event,
+        aliases: op.aliases,
+        focus: op.focus.types,
+      })),
+    }),
+  );
+
+  admin.get("/calls", (c) => {
+    const query = callQuery.safeParse(c.req.query());
+    if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
+    return c.json({ calls: deps.journal.list(query.data as CallFilter).map(callView) });
+  });
+
+  admin.delete("/calls", (c) => {
+    const cleared = deps.journal.size;
+    deps.journal.clear();
+    return c.json({ cleared });
+  });
+
+  const expectation = async (c: Context) => {
+    const body = await jsonBody(c, deps.maxBody);
+    if (!body.ok) return body;
+    const parsed = expectationSchema.safeParse(body.value);
+    if (!parsed.success)
+      return { ok: false as const, response: problem(400, `Bad expectation: ${describeZod(parsed.error)}.`) };
+    const compiled = compileExpectation(parsed.data);
+    if (!compiled.ok) return { ok: false as const, response: problem(400, compiled.reason) };
+    return { ok: true as const, verify: () => compiled.verify(deps.journal.list()), timeoutMs: parsed.data.timeoutMs };
+  };
+
+  admin.post("/calls/verify", async (c) => {
+    const e = await expectation(c);
+    if (!e.ok) return e.response;
+    return c.json(e.verify());
+  });
+
+  admin.post("/calls/wait", async (c) => {
+    const e = await expectation(c);
+    if (!e.ok) return e.response;
+    const result = await new Promise<Verification>((resolve) => {
+      const first = e.verify();
+      if (first.ok) return resolve(first);
+      const onRecorded = () => {
+        const now = e.verify();
+        if (now.ok) finish(now);
+      };
+      const timer = setTimeout(() => finish(e.verify()), e.timeoutMs ?? 5000);
+      const finish = (v: Verification) => {
+        clearTimeout(timer);
+        deps.events.off("call:recorded", onRecorded);
+        resolve(v);
+      };
+      deps.events.on("call:recorded", onRecorded);
+    });
+    return c.json(result);
+  });
+
+  admin.get("/calls/:id", (c) => {
+    const call = deps.journal.get(c.req.param("id"));
+    if (!call)
+      return problem(
+        404,
+        `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
+        "not-found",
+      );
+    return c.json(callView(call));
+  });
+
+  admin.post("/reset", (c) => {
+    deps.reset();
+    return c.json({ status: "reset" });
+  });
+
+  admin.notFound((c) =>
+    problem(404, `No admin endpoint ${c.req.method} ${c.req.path}. See the README's admin API table.`, "not-found"),
+  );
+  return admin;
+}

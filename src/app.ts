@@ -1,0 +1,127 @@
+import { randomUUID } from "node:crypto";
+import { Hono } from "hono";
+import { adminRoutes } from "./admin/admin-routes.js";
+import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
+import { SandboxEvents } from "./events.js";
+import { issue } from "./fhir/outcome.js";
+import type { HandlerTable } from "./handlers/handler.js";
+import { statelessHandlers } from "./handlers/stateless.js";
+import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
+import { mountMessageRoutes } from "./http/message-routes.js";
+import { recordCalls } from "./http/record-calls.js";
+import { Journal } from "./journal/journal.js";
+import { type Answer, createMessagePipeline } from "./pipeline/process-message.js";
+import { ReplayCache } from "./pipeline/replay-cache.js";
+import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
+import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
+import { VERSION } from "./version.js";
+
+export interface Logger {
+  info(message: string): void;
+  error(message: string, error?: unknown): void;
+}
+
+/** Everything from outside the sandbox: time, ids, logging, handlers. Replace any of them in tests. */
+export interface SandboxDeps {
+  now(): Date;
+  monotonic(): number;
+  newId(): string;
+  logger: Logger;
+  handlers: HandlerTable;
+}
+
+export const defaultDeps = (): SandboxDeps => ({
+  now: () => new Date(),
+  monotonic: () => performance.now(),
+  newId: () => randomUUID(),
+  logger: {
+    info: (m) => console.log(m),
+    error: (m, e) => console.error(m, e),
+  },
+  handlers: statelessHandlers,
+});
+
+/** Budget of body text the journal holds, whatever the call count (about 256 MiB of UTF-16). */
+const JOURNAL_MAX_CHARS = 128 * 1024 * 1024;
+
+export interface SandboxApp {
+  /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */
+  app: Hono;
+  journal: Journal;
+  events: SandboxEvents;
+  catalogue: Catalogue;
+  options: SandboxOptions;
+  /** State back to fixtures, journal and counters cleared. */
+  reset(): void;
+}
+
+/**
+ * Builds the sandbox as a Hono app from options and dependencies; the Node
+ * server (ports, signals) is a thin shell around it.
+ *
+ * @example
+ *   const { app } = createApp({ businessErrors: "http" });
+ *   const res = await app.request("/__admin/health");
+ */
+export function createApp(
+  overrides: Partial<SandboxOptions> = {},
+  depOverrides: Partial<SandboxDeps> = {},
+): SandboxApp {
+  const options: SandboxOptions = { ...DEFAULT_OPTIONS, ...overrides };
+  options.basePath = normaliseBasePath(options.basePath);
+  const deps: SandboxDeps = { ...defaultDeps(), ...depOverrides };
+  const startedAt = deps.now();
+
+  const events = new SandboxEvents();
+  const journal = new Journal({ maxCalls: options.journalLimit, maxChars: JOURNAL_MAX_CHARS }, events);
+  const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
+  const replays = new ReplayCache<Answer>(options.journalLimit);
+  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays });
+
+  const reset = () => {
+    journal.clear();
+    replays.clear();
+  };
+
+  const app = new Hono<EdgeEnv>();
+  app.route(
+    "/__admin",
+    adminRoutes({
+      catalogue,
+      journal,
+      events,
+      basePath: options.basePath,
+      maxBody: options.maxBody,
+      adminToken: options.adminToken,
+      version: VERSION,
+      startedAt,
+      now: deps.now,
+      reset,
+    }),
+  );
+  const record = recordCalls({ events, now: deps.now, monotonic: deps.monotonic });
+  app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
+  mountMessageRoutes(app, catalogue.paths, options, pipeline);
+
+  app.notFound((c) =>
+    outcomeResponse(c, 404, [
+      issue(
+        "not-found",
+        `Nothing is served at ${c.req.method} ${c.req.path}. Messages go to POST ${options.basePath}${STANDARD_PATH} (remove-allergy: POST ${options.basePath}${ALTERNATE_PATH}); the admin API is under /__admin.`,
+      ),
+    ]),
+  );
+  app.onError((error, c) => {
+    deps.logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
+    return outcomeResponse(c, 500, [
+      issue(
+        "exception",
+        "The sandbox failed to process this request; this is a sandbox bug, please report it.",
+        undefined,
+        "fatal",
+      ),
+    ]);
+  });
+
+  return { app: app as unknown as Hono, journal, events, catalogue, options, reset };
+}

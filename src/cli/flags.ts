@@ -1,0 +1,139 @@
+import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
+
+/** How a flag's text becomes a value. */
+type Kind = "string" | "port" | "integer" | "size" | "boolean" | { oneOf: readonly string[] };
+
+export interface Flag {
+  name: string;
+  /** Environment variable: the flag in upper case with underscores (CONTRACT §10). */
+  env: string;
+  kind: Kind;
+  default: string | undefined;
+  help: string;
+}
+
+const flag = (name: string, kind: Kind, def: string | undefined, help: string): Flag => ({
+  name,
+  env: name.toUpperCase().replaceAll("-", "_"),
+  kind,
+  default: def,
+  help,
+});
+
+/** The serve command's flags, as one table: parsing, env vars and --help all come from it. */
+export const SERVE_FLAGS: readonly Flag[] = [
+  flag("port", "port", "8080", "TCP port to listen on; 0 picks a free port"),
+  flag("host", "string", undefined, "interface to bind, e.g. 127.0.0.1 (default: all interfaces)"),
+  flag("base-path", "string", "", "prefix for the message paths, e.g. /sandbox"),
+  flag("max-body", "size", "1mb", "largest request body, in bytes or with a kb/mb unit"),
+  flag(
+    "seed",
+    "string",
+    DEFAULT_OPTIONS.seed,
+    "seed for generated patients and orders: the same seed gives the same data",
+  ),
+  flag("admin-token", "string", undefined, "require Authorization: Bearer <token> on /__admin (but /health)"),
+  flag("lenient-envelope", "boolean", "false", "also accept a bare Bundle or a Parameters resource as the body"),
+  flag("response-envelope", "boolean", "false", 'wrap response messages as {"content": "<bundle string>"}'),
+  flag(
+    "business-errors",
+    { oneOf: ["message", "http"] },
+    "message",
+    "business refusals as 200 fatal-error messages, or 422 (http)",
+  ),
+  flag(
+    "journal-limit",
+    "integer",
+    String(DEFAULT_OPTIONS.journalLimit),
+    "most calls the journal keeps; oldest dropped first",
+  ),
+  flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
+];
+
+export interface ServeConfig {
+  port: number;
+  host: string | undefined;
+  sandbox: SandboxOptions;
+}
+
+export class UsageError extends Error {}
+
+const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i;
+const UNIT: Record<string, number> = { b: 1, kb: 1024, kib: 1024, mb: 1024 * 1024, mib: 1024 * 1024 };
+
+function convert(f: Flag, text: string, from: string): string | number | boolean {
+  const bad = (expected: string) => new UsageError(`${from} ${JSON.stringify(text)}: expected ${expected}`);
+  const { kind } = f;
+  if (kind === "string") return text;
+  if (kind === "boolean") {
+    if (/^(true|1|yes|on)$/i.test(text)) return true;
+    if (/^(false|0|no|off|)$/i.test(text)) return false;
+    throw bad("true or false");
+  }
+  if (kind === "port" || kind === "integer") {
+    const n = Number(text);
+    const max = kind === "port" ? 65535 : Number.MAX_SAFE_INTEGER;
+    const min = kind === "port" ? 0 : 1;
+    if (!/^\d+$/.test(text) || n < min || n > max)
+      throw bad(kind === "port" ? "a port from 0 to 65535" : "a positive integer");
+    return n;
+  }
+  if (kind === "size") {
+    const m = SIZE.exec(text.trim());
+    if (!m) throw bad("a size such as 1048576, 512kb or 1mb");
+    const n = Number(m[1]) * (UNIT[(m[2] ?? "b").toLowerCase()] ?? 1);
+    if (n < 1) throw bad("a size of at least 1 byte");
+    return n;
+  }
+  if (!kind.oneOf.includes(text)) throw bad(`one of ${kind.oneOf.join(", ")}`);
+  return text;
+}
+
+/**
+ * Flag values (from util.parseArgs) over environment variables over defaults.
+ * Throws UsageError naming the flag or variable that is wrong.
+ */
+export function resolveServeConfig(
+  values: Record<string, string | boolean | undefined>,
+  env: NodeJS.ProcessEnv,
+): ServeConfig {
+  const v: Record<string, string | number | boolean | undefined> = {};
+  for (const f of SERVE_FLAGS) {
+    const given = values[f.name];
+    if (given !== undefined) v[f.name] = convert(f, String(given), `--${f.name}`);
+    else if (env[f.env] !== undefined) v[f.name] = convert(f, env[f.env] as string, f.env);
+    else v[f.name] = f.default === undefined ? undefined : convert(f, f.default, `default of --${f.name}`);
+  }
+  return {
+    port: v.port as number,
+    host: (v.host as string | undefined) || undefined,
+    sandbox: {
+      basePath: v["base-path"] as string,
+      maxBody: v["max-body"] as number,
+      seed: v.seed as string,
+      adminToken: (v["admin-token"] as string | undefined) || undefined,
+      lenientEnvelope: v["lenient-envelope"] as boolean,
+      responseEnvelope: v["response-envelope"] as boolean,
+      businessErrors: v["business-errors"] as "message" | "http",
+      journalLimit: v["journal-limit"] as number,
+      operationsFile: (v.operations as string | undefined) || undefined,
+    },
+  };
+}
+
+/** parseArgs option declarations for the serve flags. */
+export function parseArgsOptions() {
+  return Object.fromEntries(
+    SERVE_FLAGS.map((f) => [f.name, { type: f.kind === "boolean" ? ("boolean" as const) : ("string" as const) }]),
+  );
+}
+
+export function flagsHelp(): string {
+  const rows = SERVE_FLAGS.map((f) => {
+    const value = f.kind === "boolean" ? "" : " <value>";
+    const def = f.default !== undefined && f.default !== "" ? ` (default: ${f.default})` : "";
+    return [`  --${f.name}${value}`, `${f.help}${def}. Env: ${f.env}`] as const;
+  });
+  const width = Math.max(...rows.map(([l]) => l.length)) + 2;
+  return rows.map(([l, r]) => l.padEnd(width) + r).join("\n");
+}

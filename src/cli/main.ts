@@ -1,0 +1,112 @@
+#!/usr/bin/env node
+import { realpathSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { createApp } from "../app.js";
+import { startServer } from "../server/start-server.js";
+import { VERSION } from "../version.js";
+import { flagsHelp, parseArgsOptions, resolveServeConfig, UsageError } from "./flags.js";
+
+const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox of a UAE health-information exchange
+
+Usage:
+  uae-fhir-sandbox [serve] [options]   serve the sandbox (default command)
+  uae-fhir-sandbox --help              this help
+  uae-fhir-sandbox --version           the version
+
+Options (each also an environment variable; flags win):
+${flagsHelp()}
+
+Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, reset)
+Docs: README.md`;
+
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  env: NodeJS.ProcessEnv;
+}
+
+/**
+ * Runs the CLI. Resolves with an exit code for commands that end; `serve`
+ * resolves once the server stopped on SIGTERM/SIGINT.
+ */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { ...parseArgsOptions(), help: { type: "boolean", short: "h" }, version: { type: "boolean" } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    io.err(`${(error as Error).message}\nRun uae-fhir-sandbox --help for the options.`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    io.out(USAGE);
+    return 0;
+  }
+  if (values.version) {
+    io.out(VERSION);
+    return 0;
+  }
+  const [command = "serve", ...rest] = positionals;
+  if (command !== "serve" || rest.length > 0) {
+    io.err(`Unknown command: ${positionals.join(" ")}\nRun uae-fhir-sandbox --help for the commands.`);
+    return 2;
+  }
+  try {
+    const config = resolveServeConfig(values as Record<string, string | boolean | undefined>, io.env);
+    return await serve(config, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
+      return 2;
+    }
+    io.err(`uae-fhir-sandbox could not start: ${(error as Error).message}`);
+    return 1;
+  }
+}
+
+async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): Promise<number> {
+  const sandbox = createApp(config.sandbox, {
+    logger: { info: io.out, error: (m, e) => io.err(`${m}: ${String(e)}`) },
+  });
+  const running = await startServer(sandbox, { port: config.port, host: config.host });
+  io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
+  io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
+  io.out(`  admin:    ${running.url}/__admin/health`);
+  return new Promise((resolve) => {
+    const stop = (signal: NodeJS.Signals) => {
+      process.off("SIGTERM", stop);
+      process.off("SIGINT", stop);
+      io.out(`received ${signal}, shutting down`);
+      running.close().then(() => {
+        io.out("stopped");
+        resolve(0);
+      });
+    };
+    process.on("SIGTERM", stop);
+    process.on("SIGINT", stop);
+  });
+}
+
+const invokedDirectly = (() => {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+})();
+
+if (invokedDirectly) {
+  const code = await runCli(process.argv.slice(2), {
+    out: (line) => console.log(line),
+    err: (line) => console.error(line),
+    env: process.env,
+  });
+  process.exit(code);
+}

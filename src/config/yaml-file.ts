@@ -1,0 +1,78 @@
+import { readFileSync, statSync } from "node:fs";
+import { isNode, LineCounter, parseDocument } from "yaml";
+import type { z } from "zod";
+
+/** Files larger than this are refused before parsing. */
+export const MAX_YAML_BYTES = 2 * 1024 * 1024;
+/** Bound on alias expansion ("billion laughs"). */
+const MAX_ALIAS_COUNT = 100;
+
+export interface YamlProblem {
+  file: string;
+  line: number;
+  column: number;
+  message: string;
+}
+
+export type YamlRead<T> = { ok: true; value: T } | { ok: false; problems: YamlProblem[] };
+
+export function formatProblem(p: YamlProblem): string {
+  return `${p.file}:${p.line}:${p.column}: ${p.message}`;
+}
+
+/**
+ * Reads a YAML file and decodes it with a zod schema. YAML is parsed with the
+ * core schema only (no custom tags), alias expansion bounded, size bounded;
+ * every problem names the file, line and column.
+ */
+export function readYamlFile<S extends z.ZodType>(file: string, schema: S): YamlRead<z.infer<S>> {
+  const size = statSync(file).size;
+  if (size > MAX_YAML_BYTES) {
+    return {
+      ok: false,
+      problems: [{ file, line: 1, column: 1, message: `file is ${size} bytes; the limit is ${MAX_YAML_BYTES}` }],
+    };
+  }
+  return decodeYaml(readFileSync(file, "utf8"), file, schema);
+}
+
+export function decodeYaml<S extends z.ZodType>(text: string, file: string, schema: S): YamlRead<z.infer<S>> {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, {
+    lineCounter,
+    schema: "core",
+    customTags: [],
+    uniqueKeys: true,
+    prettyErrors: false,
+  });
+  const at = (offset: number) => lineCounter.linePos(offset);
+  if (doc.errors.length > 0) {
+    return {
+      ok: false,
+      problems: doc.errors.map((e) => {
+        const { line, col } = at(e.pos[0]);
+        return { file, line, column: col, message: e.message.split("\n")[0] ?? e.message };
+      }),
+    };
+  }
+  let data: unknown;
+  try {
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+  } catch (error) {
+    return { ok: false, problems: [{ file, line: 1, column: 1, message: (error as Error).message }] };
+  }
+  const parsed = schema.safeParse(data);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return {
+    ok: false,
+    problems: parsed.error.issues.map((i) => {
+      // Point at the deepest node that exists on the issue's path.
+      let node: unknown;
+      for (let n = i.path.length; n >= 0 && !isNode(node); n--) node = doc.getIn(i.path.slice(0, n) as never[], true);
+      const offset = isNode(node) && node.range ? node.range[0] : 0;
+      const { line, col } = at(offset);
+      const where = i.path.length > 0 ? `${i.path.join(".")}: ` : "";
+      return { file, line, column: col, message: `${where}${i.message}` };
+    }),
+  };
+}

@@ -1,0 +1,209 @@
+import type { Bundle, MessageHeader, Resource } from "fhir/r4.js";
+import { FHIR_ID } from "../fhir/ids.js";
+import { type Issue, issue } from "../fhir/outcome.js";
+import { describeJsonType, isObject } from "./json.js";
+
+/** A resource in the request Bundle, with its position for FHIRPath diagnostics. */
+export interface EntryRef {
+  index: number;
+  resource: Resource & Record<string, unknown>;
+  /** `Bundle.entry[i].resource`: where diagnostics about this resource point. */
+  path: string;
+}
+
+/** A message Bundle that passed the structural checks of CONTRACT §2. */
+export interface Message {
+  bundle: Bundle;
+  header: MessageHeader;
+  /** The event as sent: eventCoding.code, else the last segment of eventUri. */
+  event: string;
+  entries: EntryRef[];
+  /** The resources MessageHeader.focus points at, in order. */
+  focus: EntryRef[];
+  /** Resolves a reference within the Bundle (fullUrl, `Type/id`, or an absolute URL ending in `Type/id`). */
+  resolve(reference: string): EntryRef | undefined;
+}
+
+export type ReadMessage = { message: Message; issues: Issue[] } | { message: undefined; issues: Issue[] };
+
+const HEADER = "Bundle.entry[0].resource";
+
+/**
+ * Checks the message Bundle and reports every problem found, each with a
+ * FHIRPath. `message` is present whenever the header can still be routed,
+ * so the router can add its own findings to the same list.
+ */
+export function readMessage(bundle: Record<string, unknown>): ReadMessage {
+  const issues: Issue[] = [];
+  if (bundle.resourceType !== "Bundle") {
+    const found = typeof bundle.resourceType === "string" ? `a ${bundle.resourceType}` : "no resourceType";
+    issues.push(
+      issue(
+        "structure",
+        `The content must be a FHIR Bundle of type "message"; found ${found}. Wrap the resources in a message Bundle whose first entry is a MessageHeader.`,
+        "resourceType",
+      ),
+    );
+    return { message: undefined, issues };
+  }
+  if (bundle.type !== "message") {
+    issues.push(
+      issue(
+        "value",
+        `Bundle.type must be "message", found ${JSON.stringify(bundle.type ?? null)}. $process-message only takes message Bundles.`,
+        "Bundle.type",
+      ),
+    );
+  }
+  if (!Array.isArray(bundle.entry) || bundle.entry.length === 0) {
+    issues.push(
+      issue(
+        "required",
+        "Bundle.entry is missing or empty: a message needs a MessageHeader as its first entry, then the resources it is about.",
+        "Bundle.entry",
+      ),
+    );
+    return { message: undefined, issues };
+  }
+
+  const entries: EntryRef[] = [];
+  const byFullUrl = new Map<string, EntryRef>();
+  const byTypeAndId = new Map<string, EntryRef>();
+  bundle.entry.forEach((entry: unknown, index: number) => {
+    const path = `Bundle.entry[${index}].resource`;
+    if (!isObject(entry) || !isObject(entry.resource) || typeof entry.resource.resourceType !== "string") {
+      issues.push(
+        issue(
+          "structure",
+          `Bundle.entry[${index}] has no resource with a resourceType; every entry must carry a FHIR resource.`,
+          path,
+        ),
+      );
+      return;
+    }
+    const ref: EntryRef = { index, resource: entry.resource as EntryRef["resource"], path };
+    entries.push(ref);
+    if (typeof entry.fullUrl === "string") byFullUrl.set(entry.fullUrl, ref);
+    if (typeof ref.resource.id === "string") byTypeAndId.set(`${ref.resource.resourceType}/${ref.resource.id}`, ref);
+  });
+
+  const first = entries[0];
+  if (first?.index !== 0 || first.resource.resourceType !== "MessageHeader") {
+    const elsewhere = entries.find((e) => e.resource.resourceType === "MessageHeader");
+    issues.push(
+      issue(
+        "structure",
+        elsewhere
+          ? `The MessageHeader must be the first entry; it is at Bundle.entry[${elsewhere.index}]. Move it to the front.`
+          : "The first entry must be a MessageHeader (id, source.endpoint, eventCoding or eventUri, focus); none was found.",
+        HEADER,
+      ),
+    );
+    return { message: undefined, issues };
+  }
+
+  const header = first.resource as unknown as MessageHeader & Record<string, unknown>;
+  issues.push(...headerIssues(header));
+
+  const resolve = (reference: string): EntryRef | undefined => {
+    const exact = byFullUrl.get(reference);
+    if (exact) return exact;
+    const match = /([A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/.exec(reference);
+    return match ? byTypeAndId.get(`${match[1]}/${match[2]}`) : undefined;
+  };
+
+  const focus: EntryRef[] = [];
+  const focusList: unknown = header.focus;
+  if (focusList !== undefined && !Array.isArray(focusList)) {
+    issues.push(issue("structure", "MessageHeader.focus must be an array of References.", `${HEADER}.focus`));
+  } else if (Array.isArray(focusList)) {
+    focusList.forEach((f: unknown, i: number) => {
+      const at = `${HEADER}.focus[${i}]`;
+      const reference = isObject(f) ? f.reference : undefined;
+      if (typeof reference !== "string") {
+        issues.push(
+          issue("required", `MessageHeader.focus[${i}] has no reference; point it at an entry's fullUrl.`, at),
+        );
+        return;
+      }
+      const target = resolve(reference);
+      if (!target) {
+        issues.push(
+          issue(
+            "not-found",
+            `MessageHeader.focus[${i}] refers to "${reference}", which is not in the Bundle. Use the fullUrl of an entry, or ResourceType/id of a resource in the Bundle.`,
+            at,
+          ),
+        );
+        return;
+      }
+      focus.push(target);
+    });
+  }
+
+  const event = eventOf(header);
+  if (event === undefined) return { message: undefined, issues };
+  return {
+    message: { bundle: bundle as unknown as Bundle, header, event, entries, focus, resolve },
+    issues,
+  };
+}
+
+function headerIssues(header: Record<string, unknown>): Issue[] {
+  const issues: Issue[] = [];
+  const id = header.id;
+  if (id === undefined || id === "") {
+    issues.push(
+      issue(
+        "required",
+        "MessageHeader.id is missing: give every message a unique id; the response echoes it in response.identifier.",
+        `${HEADER}.id`,
+      ),
+    );
+  } else if (typeof id !== "string" || !FHIR_ID.test(id)) {
+    issues.push(
+      issue(
+        "value",
+        `MessageHeader.id ${JSON.stringify(id)} is not a valid FHIR id (1–64 characters of A–Z, a–z, 0–9, '-' and '.'); a UUID works.`,
+        `${HEADER}.id`,
+      ),
+    );
+  }
+  const source = header.source;
+  if (!isObject(source) || typeof source.endpoint !== "string" || source.endpoint === "") {
+    issues.push(
+      issue(
+        "required",
+        "MessageHeader.source.endpoint is missing: give the URL of the sending system; responses are addressed to it.",
+        `${HEADER}.source.endpoint`,
+      ),
+    );
+  }
+  if (eventOf(header) === undefined) {
+    const found =
+      header.eventCoding !== undefined
+        ? `eventCoding is ${isObject(header.eventCoding) ? "without a code" : describeJsonType(header.eventCoding)}`
+        : "neither eventCoding nor eventUri is present";
+    issues.push(
+      issue(
+        "required",
+        `MessageHeader has no usable event (${found}): set eventCoding.code to the operation's event code, e.g. "add-allergy", or eventUri ending in it.`,
+        `${HEADER}.event`,
+      ),
+    );
+  }
+  return issues;
+}
+
+function eventOf(header: Record<string, unknown>): string | undefined {
+  const coding = header.eventCoding;
+  if (isObject(coding) && typeof coding.code === "string" && coding.code.trim() !== "") return coding.code.trim();
+  if (typeof header.eventUri === "string") {
+    const last = header.eventUri
+      .split(/[/#:]/)
+      .filter((s) => s !== "")
+      .pop();
+    if (last) return last;
+  }
+  return undefined;
+}

@@ -1,0 +1,18 @@
+import { EventEmitter } from "node:events";
+import type { CallDraft, CallRecord } from "./journal/call-record.js";
+
+/** Lifecycle events of the sandbox; observers (the journal, waiters) subscribe, the request path only emits. */
+export interface SandboxEventMap {
+  /** An inbound call was answered, or an outbound delivery attempt ended. */
+  "call:completed": [CallDraft];
+  /** The journal stored a call. */
+  "call:recorded": [CallRecord];
+}
+
+export class SandboxEvents extends EventEmitter<SandboxEventMap> {
+  constructor() {
+    super();
+    // Waiters (long-polls) subscribe one each; there is no fixed bound on them.
+    this.setMaxListeners(0);
+  }
+}

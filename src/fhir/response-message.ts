@@ -1,0 +1,101 @@
+import type { Bundle, BundleEntry, Coding, MessageHeader, OperationOutcome, Resource } from "fhir/r4.js";
+import { VERSION } from "../version.js";
+import { fullUrlFor } from "./ids.js";
+import { type Issue, operationOutcome } from "./outcome.js";
+
+/** http://hl7.org/fhir/response-code */
+export type ResponseCode = "ok" | "transient-error" | "fatal-error";
+
+/** What a response message answers: the request's header and where the sandbox lives. */
+export interface Correlation {
+  /** The request's MessageHeader (id, event, source). */
+  request: Pick<MessageHeader, "id" | "eventCoding" | "eventUri" | "source">;
+  /** The endpoint the request was sent to; becomes `source.endpoint`. */
+  endpoint: string;
+  /** Base for RESTful fullUrls of resources whose id is not a UUID. */
+  fhirBase: string;
+}
+
+export interface MessageDeps {
+  newId: () => string;
+  now: () => Date;
+}
+
+export const SANDBOX_SOFTWARE = { name: "uae-fhir-sandbox", software: "uae-fhir-sandbox", version: VERSION };
+
+/**
+ * The `ok` response message: MessageHeader correlated with the request, its
+ * focus on `focus` (default: every resource), then the resources as entries.
+ *
+ * @example
+ *   okMessage(correlation, [storedAllergy], deps)
+ */
+export function okMessage(
+  correlation: Correlation,
+  resources: readonly Resource[],
+  deps: MessageDeps,
+  focus: readonly Resource[] = resources,
+): Bundle {
+  return message(correlation, "ok", resources, focus, undefined, deps);
+}
+
+/**
+ * A refusal or failure as a response message: `response.code` is
+ * `fatal-error` or `transient-error` and `response.details` points at the
+ * OperationOutcome entry in the same Bundle.
+ */
+export function errorMessage(
+  correlation: Correlation,
+  code: Exclude<ResponseCode, "ok">,
+  issues: readonly Issue[],
+  deps: MessageDeps,
+): Bundle {
+  const outcome = operationOutcome(issues, deps.newId());
+  return message(correlation, code, [outcome], [], outcome, deps);
+}
+
+function message(
+  correlation: Correlation,
+  code: ResponseCode,
+  resources: readonly Resource[],
+  focus: readonly Resource[],
+  details: OperationOutcome | undefined,
+  deps: MessageDeps,
+): Bundle {
+  const { request, endpoint, fhirBase } = correlation;
+  // A resource without an id (an echoed read, say) still needs a fullUrl for focus to point at.
+  const entries: BundleEntry[] = resources.map((resource) => ({
+    fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`,
+    resource,
+  }));
+  const urlOf = new Map(entries.map((e) => [e.resource, e.fullUrl as string]));
+
+  const header: MessageHeader = {
+    resourceType: "MessageHeader",
+    id: deps.newId(),
+    ...eventOf(request),
+    destination: request.source?.endpoint ? [{ endpoint: request.source.endpoint }] : [],
+    source: { ...SANDBOX_SOFTWARE, endpoint },
+    response: { identifier: request.id as string, code },
+  };
+  if (header.destination?.length === 0) delete header.destination;
+  if (details && header.response) header.response.details = { reference: urlOf.get(details) as string };
+  const focusRefs = focus.flatMap((r) => {
+    const url = urlOf.get(r);
+    return url ? [{ reference: url }] : [];
+  });
+  if (focusRefs.length > 0) header.focus = focusRefs;
+
+  return {
+    resourceType: "Bundle",
+    id: deps.newId(),
+    type: "message",
+    timestamp: deps.now().toISOString(),
+    entry: [{ fullUrl: `urn:uuid:${header.id}`, resource: header }, ...entries],
+  };
+}
+
+function eventOf(request: Correlation["request"]): { eventCoding: Coding } | { eventUri: string } {
+  if (request.eventCoding) return { eventCoding: { ...request.eventCoding } };
+  return { eventUri: request.eventUri as string };
+}

@@ -1,0 +1,41 @@
+import type { Resource } from "fhir/r4.js";
+import type { Context } from "hono";
+import { type Issue, operationOutcome } from "../fhir/outcome.js";
+
+export const FHIR_JSON = "application/fhir+json; charset=utf-8";
+
+/** Per-request values the edge shares with the call recorder. */
+export interface EdgeVariables {
+  bodyText: string;
+  responseText: string;
+  operation: string | null;
+  messageId: string | null;
+  duplicate: boolean;
+}
+
+export type EdgeEnv = { Variables: EdgeVariables };
+
+/**
+ * Sends a FHIR body (CONTRACT §4: every FHIR body is application/fhir+json)
+ * and keeps its text for the journal.
+ */
+export function fhirResponse(
+  c: Context<EdgeEnv>,
+  status: number,
+  body: Resource | { content: string },
+  headers: Record<string, string> = {},
+): Response {
+  const text = JSON.stringify(body);
+  c.set("responseText", text);
+  return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
+}
+
+/** A bare OperationOutcome: the answer to a message that was not processed. */
+export function outcomeResponse(
+  c: Context<EdgeEnv>,
+  status: number,
+  issues: Issue[],
+  headers: Record<string, string> = {},
+): Response {
+  return fhirResponse(c, status, operationOutcome(issues), headers);
+}

@@ -1,0 +1,66 @@
+import type { Hono } from "hono";
+import { issue } from "../fhir/outcome.js";
+import type { MessagePipeline } from "../pipeline/process-message.js";
+import { STANDARD_PATH } from "../routing/default-operations.js";
+import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
+import { readBody } from "./read-body.js";
+
+export interface MessageRouteOptions {
+  basePath: string;
+  maxBody: number;
+  responseEnvelope: boolean;
+}
+
+const FHIR_BASE = STANDARD_PATH.slice(0, STANDARD_PATH.lastIndexOf("/"));
+
+/**
+ * The HTTP edge of the message paths: method and size checks, then the
+ * pipeline; `--response-envelope` wraps response messages as {"content": "..."}.
+ */
+export function mountMessageRoutes(
+  app: Hono<EdgeEnv>,
+  paths: readonly string[],
+  options: MessageRouteOptions,
+  pipeline: MessagePipeline,
+): void {
+  for (const path of paths) {
+    app.all(`${options.basePath}${path}`, async (c) => {
+      if (c.req.method !== "POST") {
+        return outcomeResponse(
+          c,
+          405,
+          [
+            issue(
+              "not-supported",
+              `${c.req.method} is not allowed on ${options.basePath}${path}: send messages with POST.`,
+            ),
+          ],
+          { allow: "POST" },
+        );
+      }
+      const read = await readBody(c.req.raw, options.maxBody);
+      if (!read.ok) {
+        return outcomeResponse(c, 413, [
+          issue(
+            "too-costly",
+            `The body is larger than ${read.limit} bytes, the sandbox's limit (--max-body). Send a smaller message or raise the limit.`,
+          ),
+        ]);
+      }
+      c.set("bodyText", read.text);
+      const origin = new URL(c.req.url).origin;
+      const answer = await pipeline({
+        path,
+        contentType: c.req.header("content-type"),
+        body: read.text,
+        endpoint: `${origin}${options.basePath}${path}`,
+        fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
+      });
+      c.set("operation", answer.operation);
+      c.set("messageId", answer.messageId);
+      c.set("duplicate", answer.duplicate);
+      const wrap = options.responseEnvelope && answer.body.resourceType === "Bundle";
+      return fhirResponse(c, answer.status, wrap ? { content: JSON.stringify(answer.body) } : answer.body);
+    });
+  }
+}

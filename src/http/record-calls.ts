@@ -1,0 +1,50 @@
+import type { MiddlewareHandler } from "hono";
+import type { SandboxEvents } from "../events.js";
+import { redactHeaders } from "../journal/redact.js";
+import type { EdgeEnv } from "./fhir-response.js";
+
+export interface RecorderDeps {
+  events: SandboxEvents;
+  now(): Date;
+  /** Monotonic milliseconds, for durations. */
+  monotonic(): number;
+}
+
+/**
+ * Wraps every non-admin call: when it has been answered, announces it as a
+ * `call:completed` event with what the handlers left in the context.
+ */
+export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
+  return async (c, next) => {
+    const at = deps.now();
+    const started = deps.monotonic();
+    c.set("bodyText", "");
+    c.set("responseText", "");
+    c.set("operation", null);
+    c.set("messageId", null);
+    c.set("duplicate", false);
+    await next();
+    const url = new URL(c.req.url);
+    deps.events.emit("call:completed", {
+      direction: "inbound",
+      at,
+      durationMs: Math.round((deps.monotonic() - started) * 1000) / 1000,
+      operation: c.get("operation"),
+      messageId: c.get("messageId"),
+      rule: null,
+      ...(c.get("duplicate") ? { duplicate: true } : {}),
+      request: {
+        method: c.req.method,
+        url: url.href,
+        path: url.pathname,
+        headers: redactHeaders(c.req.raw.headers),
+        body: c.get("bodyText"),
+      },
+      response: {
+        status: c.res.status,
+        headers: redactHeaders(c.res.headers),
+        body: c.get("responseText"),
+      },
+    });
+  };
+}

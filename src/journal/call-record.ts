@@ -1,0 +1,31 @@
+/** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
+export interface CallDraft {
+  direction: "inbound" | "outbound";
+  /** When the call started. */
+  at: Date;
+  durationMs: number;
+  operation: string | null;
+  messageId: string | null;
+  /** The scenario rule that answered, if any. */
+  rule: string | null;
+  duplicate?: boolean;
+  request: {
+    method: string;
+    url: string;
+    path: string;
+    headers: Record<string, string>;
+    body: string;
+  };
+  response: { status: number; headers: Record<string, string>; body: string } | null;
+  /** Why an outbound delivery got no answer (timeout, refused, …). */
+  error?: string;
+  /** Push deliveries: where to, and which attempt. */
+  target?: string;
+  attempt?: number;
+}
+
+export interface CallRecord extends CallDraft {
+  id: string;
+  /** Text bytes held for this call, for the journal's memory budget. */
+  size: number;
+}

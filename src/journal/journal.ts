@@ -1,0 +1,88 @@
+import type { SandboxEvents } from "../events.js";
+import type { CallDraft, CallRecord } from "./call-record.js";
+
+export interface JournalLimits {
+  /** Most calls kept; the oldest go first. */
+  maxCalls: number;
+  /** Most body text kept, in UTF-16 code units; the oldest calls go first. */
+  maxChars: number;
+}
+
+export interface CallFilter {
+  operation?: string;
+  direction?: "inbound" | "outbound";
+  /** Calls that started at or after this instant. */
+  since?: Date;
+  messageId?: string;
+  /** Only the most recent N matches (still oldest first). */
+  limit?: number;
+}
+
+/**
+ * The call journal: a bounded, ordered record of every call. It observes
+ * `call:completed` events and announces `call:recorded`; nothing on the
+ * request path calls it directly.
+ */
+export class Journal {
+  readonly #calls: CallRecord[] = [];
+  #start = 0;
+  #chars = 0;
+  #nextId = 1;
+
+  constructor(
+    readonly limits: JournalLimits,
+    private readonly events: SandboxEvents,
+  ) {
+    events.on("call:completed", (draft) => this.#record(draft));
+  }
+
+  #record(draft: CallDraft): void {
+    const size = draft.request.body.length + (draft.response?.body.length ?? 0);
+    const record: CallRecord = { ...draft, id: String(this.#nextId++), size };
+    this.#calls.push(record);
+    this.#chars += size;
+    while (this.#live() > this.limits.maxCalls || (this.#chars > this.limits.maxChars && this.#live() > 1)) {
+      const dropped = this.#calls[this.#start];
+      this.#start++;
+      this.#chars -= dropped?.size ?? 0;
+    }
+    // Compact now and then so dropped calls do not pin memory.
+    if (this.#start > 1024 && this.#start * 2 > this.#calls.length) {
+      this.#calls.splice(0, this.#start);
+      this.#start = 0;
+    }
+    this.events.emit("call:recorded", record);
+  }
+
+  #live(): number {
+    return this.#calls.length - this.#start;
+  }
+
+  get size(): number {
+    return this.#live();
+  }
+
+  /** Calls matching the filter, oldest first. */
+  list(filter: CallFilter = {}): CallRecord[] {
+    const out: CallRecord[] = [];
+    for (let i = this.#start; i < this.#calls.length; i++) {
+      const call = this.#calls[i] as CallRecord;
+      if (filter.operation !== undefined && call.operation !== filter.operation) continue;
+      if (filter.direction !== undefined && call.direction !== filter.direction) continue;
+      if (filter.messageId !== undefined && call.messageId !== filter.messageId) continue;
+      if (filter.since !== undefined && call.at < filter.since) continue;
+      out.push(call);
+    }
+    return filter.limit !== undefined ? out.slice(Math.max(0, out.length - filter.limit)) : out;
+  }
+
+  get(id: string): CallRecord | undefined {
+    return this.list().find((c) => c.id === id);
+  }
+
+  clear(): void {
+    this.#calls.length = 0;
+    this.#start = 0;
+    this.#chars = 0;
+  }
+}

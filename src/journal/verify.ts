@@ -1,0 +1,118 @@
+import { z } from "zod";
+import { compilePath, test } from "../fhir/fhirpath.js";
+import type { CallRecord } from "./call-record.js";
+import { requestBundle } from "./call-view.js";
+
+/** The body of POST /__admin/calls/verify and /__admin/calls/wait. */
+export const expectationSchema = z
+  .object({
+    operation: z.string().min(1).optional(),
+    direction: z.enum(["inbound", "outbound"]).optional(),
+    where: z.string().min(1).optional(),
+    count: z.number().int().min(0).optional(),
+    atLeast: z.number().int().min(0).optional(),
+    atMost: z.number().int().min(0).optional(),
+    timeoutMs: z.number().int().min(0).max(600_000).optional(),
+  })
+  .strict()
+  .refine((e) => e.count === undefined || (e.atLeast === undefined && e.atMost === undefined), {
+    message: "give either count, or atLeast and/or atMost, not both",
+  });
+
+export type Expectation = z.infer<typeof expectationSchema>;
+
+export interface NearMiss {
+  callId: string;
+  operation: string | null;
+  direction: CallRecord["direction"];
+  at: string;
+  /** Why this call did not match. */
+  reasons: string[];
+}
+
+export interface Verification {
+  ok: boolean;
+  matched: number;
+  /** The matching calls' ids, oldest first. */
+  callIds: string[];
+  expected: string;
+  nearMisses: NearMiss[];
+}
+
+const NEAR_MISSES = 5;
+
+/** A compiled expectation: throws nothing; a bad FHIRPath is reported by `compileExpectation`. */
+export type CompiledExpectation = (calls: readonly CallRecord[]) => Verification;
+
+export function compileExpectation(
+  e: Expectation,
+): { ok: true; verify: CompiledExpectation } | { ok: false; reason: string } {
+  const where = e.where === undefined ? undefined : compilePath(e.where);
+  if (where && !where.ok) return { ok: false, reason: `"where" is not a valid FHIRPath expression: ${where.reason}` };
+  const evaluate = where?.ok ? where.evaluate : undefined;
+
+  const reasonsAgainst = (call: CallRecord): string[] => {
+    const reasons: string[] = [];
+    if (e.operation !== undefined && call.operation !== e.operation) {
+      reasons.push(`operation was ${call.operation ?? "not recognised"}, expected ${e.operation}`);
+    }
+    if (e.direction !== undefined && call.direction !== e.direction) {
+      reasons.push(`direction was ${call.direction}, expected ${e.direction}`);
+    }
+    if (evaluate) {
+      const bundle = requestBundle(call);
+      if (!bundle) reasons.push("the request carried no readable message Bundle");
+      else {
+        const result = test(evaluate, bundle);
+        if (result.error) reasons.push(`where failed to evaluate: ${result.error}`);
+        else if (!result.holds) reasons.push(`where ${JSON.stringify(e.where)} is false for the request Bundle`);
+      }
+    }
+    return reasons;
+  };
+
+  const expected =
+    e.count !== undefined
+      ? `exactly ${e.count}`
+      : [
+          e.atLeast !== undefined || e.atMost === undefined ? `at least ${e.atLeast ?? 1}` : "",
+          e.atMost !== undefined ? `at most ${e.atMost}` : "",
+        ]
+          .filter(Boolean)
+          .join(" and ");
+
+  return {
+    ok: true,
+    verify: (calls) => {
+      const matched: string[] = [];
+      const misses: Array<NearMiss & { weight: number }> = [];
+      for (const call of calls) {
+        const reasons = reasonsAgainst(call);
+        if (reasons.length === 0) matched.push(call.id);
+        else
+          misses.push({
+            callId: call.id,
+            operation: call.operation,
+            direction: call.direction,
+            at: call.at.toISOString(),
+            reasons,
+            weight: reasons.length,
+          });
+      }
+      const n = matched.length;
+      const ok =
+        e.count !== undefined
+          ? n === e.count
+          : n >= (e.atLeast ?? (e.atMost === undefined ? 1 : 0)) && (e.atMost === undefined || n <= e.atMost);
+      // Closest first (fewest failed criteria), most recent first among equals.
+      const nearMisses = ok
+        ? []
+        : misses
+            .reverse()
+            .sort((a, b) => a.weight - b.weight)
+            .slice(0, NEAR_MISSES)
+            .map(({ weight: _w, ...m }) => m);
+      return { ok, matched: n, callIds: matched, expected: `${expected} matching call(s)`, nearMisses };
+    },
+  };
+}

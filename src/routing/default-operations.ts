@@ -1,0 +1,353 @@
+import type { OperationSpec, Requirement } from "./operation.js";
+
+/** The two message-processing paths of the real service (CONTRACT §1). */
+export const STANDARD_PATH = "/uae-fhir/r4/$process-message";
+export const ALTERNATE_PATH = "/fhir/$process-message";
+
+const need = (
+  fhirpath: string,
+  element: string,
+  says: string,
+  code: Requirement["code"] = "required",
+): Requirement => ({
+  fhirpath,
+  element,
+  says,
+  code,
+});
+
+const hasId = (type: string) =>
+  need(
+    "id.exists()",
+    "id",
+    `${type}.id is required: give the server id of the record to change (from the add response).`,
+  );
+
+const patientKey = need(
+  "identifier.where(value.exists()).exists() or id.exists()",
+  "identifier",
+  "Patient needs an identifier (system and value, e.g. an Emirates ID under urn:ae:emirates-id) or an id to tell who it is.",
+);
+
+const allergy = [
+  need(
+    "code.exists()",
+    "code",
+    "AllergyIntolerance.code is required: the substance or product, coded in SNOMED CT or RxNorm.",
+  ),
+  need(
+    "patient.exists()",
+    "patient",
+    "AllergyIntolerance.patient is required: reference the Patient (an entry of this Bundle or Patient/{id}).",
+  ),
+];
+
+const history = (type: "Condition" | "Procedure") => [
+  need("code.exists()", "code", `${type}.code is required: the diagnosis or procedure, in SNOMED CT or ICD-10.`),
+  need("subject.exists()", "subject", `${type}.subject is required: reference the Patient it is about.`),
+];
+
+const measurement = [
+  need(
+    "code.exists()",
+    "code",
+    "Observation.code is required: the LOINC code of what was measured, e.g. 29463-7 body weight.",
+  ),
+  need("subject.exists()", "subject", "Observation.subject is required: reference the Patient that was measured."),
+  need(
+    "value.exists() or component.value.exists()",
+    "value",
+    "Observation needs a value (valueQuantity with a UCUM unit), or component values for a panel such as blood pressure.",
+  ),
+];
+
+const task = [
+  need(
+    "status in ('draft' | 'requested' | 'ready')",
+    "status",
+    "A new Task must start as draft, requested or ready.",
+    "value",
+  ),
+  need("intent.exists()", "intent", "Task.intent is required, e.g. order or plan."),
+  need(
+    "code.exists()",
+    "code",
+    "Task.code is required: the kind of task (order, measure or assessment) and the required action.",
+  ),
+  need("for.exists()", "for", "Task.for is required: reference the Patient the task is for."),
+  need(
+    "performerType.exists()",
+    "performerType",
+    "Task.performerType is required: the practitioner role that must work on the task.",
+  ),
+];
+
+/**
+ * The operation catalogue as data: one row per operation of CONTRACT §3.
+ * An operations file (`--operations`) may rename event codes, add aliases or
+ * move paths; handlers are looked up by `id`, so those changes need no code.
+ */
+export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
+  {
+    id: "view-patient-profile",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "view-patient-profile",
+    aliases: [],
+    focus: { types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
+  },
+  {
+    id: "add-allergy",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "add-allergy",
+    aliases: [],
+    focus: { types: ["AllergyIntolerance"], required: ["AllergyIntolerance"], checks: { AllergyIntolerance: allergy } },
+  },
+  {
+    id: "update-allergy",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "update-allergy",
+    aliases: [],
+    focus: {
+      types: ["AllergyIntolerance"],
+      required: ["AllergyIntolerance"],
+      checks: { AllergyIntolerance: [hasId("AllergyIntolerance"), ...allergy] },
+    },
+  },
+  {
+    id: "remove-allergy",
+    area: "patient-profile",
+    path: ALTERNATE_PATH,
+    event: "remove-allergy",
+    aliases: [],
+    focus: {
+      types: ["AllergyIntolerance"],
+      required: ["AllergyIntolerance"],
+      checks: { AllergyIntolerance: [hasId("AllergyIntolerance")] },
+    },
+  },
+  {
+    id: "add-history",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "add-history",
+    aliases: [],
+    focus: {
+      types: ["Condition", "Procedure"],
+      checks: { Condition: history("Condition"), Procedure: history("Procedure") },
+    },
+  },
+  {
+    id: "update-history",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "update-history",
+    aliases: [],
+    focus: {
+      types: ["Condition", "Procedure"],
+      checks: {
+        Condition: [hasId("Condition"), ...history("Condition")],
+        Procedure: [hasId("Procedure"), ...history("Procedure")],
+      },
+    },
+  },
+  {
+    id: "remove-history",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "remove-history",
+    aliases: [],
+    focus: {
+      types: ["Condition", "Procedure"],
+      checks: { Condition: [hasId("Condition")], Procedure: [hasId("Procedure")] },
+    },
+  },
+  {
+    id: "add-measurement",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "add-measurement",
+    aliases: [],
+    focus: { types: ["Observation"], required: ["Observation"], checks: { Observation: measurement } },
+  },
+  {
+    id: "update-measurement",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "update-measurement",
+    aliases: [],
+    focus: {
+      types: ["Observation"],
+      required: ["Observation"],
+      checks: { Observation: [hasId("Observation"), ...measurement] },
+    },
+  },
+  {
+    id: "remove-measurement",
+    area: "patient-profile",
+    path: STANDARD_PATH,
+    event: "remove-measurement",
+    aliases: [],
+    focus: { types: ["Observation"], required: ["Observation"], checks: { Observation: [hasId("Observation")] } },
+  },
+  {
+    id: "subscribe-order-notifications",
+    area: "drug-orders",
+    path: STANDARD_PATH,
+    event: "subscribe-order-notifications",
+    aliases: [],
+    focus: {
+      types: ["Subscription", "Organization"],
+      required: ["Subscription"],
+      checks: {
+        Subscription: [
+          need(
+            "channel.type = 'rest-hook'",
+            "channel.type",
+            "Subscription.channel.type must be rest-hook: the sandbox POSTs fulfillment requests to channel.endpoint.",
+            "value",
+          ),
+          need(
+            "channel.endpoint.exists()",
+            "channel.endpoint",
+            "Subscription.channel.endpoint is required: the http(s) URL that receives order-fulfillment-request messages.",
+          ),
+          need(
+            "channel.endpoint.empty() or channel.endpoint.matches('^https?://.+')",
+            "channel.endpoint",
+            "Subscription.channel.endpoint must be an http:// or https:// URL; other schemes are refused.",
+            "value",
+          ),
+        ],
+        Organization: [
+          need(
+            "identifier.where(value.exists()).exists()",
+            "identifier",
+            "The pharmacy Organization needs an identifier holding its licence number.",
+          ),
+        ],
+      },
+    },
+  },
+  {
+    id: "confirm-drugs-availability",
+    area: "drug-orders",
+    path: STANDARD_PATH,
+    event: "confirm-drugs-availability",
+    aliases: [],
+    focus: {
+      types: ["Task"],
+      required: ["Task"],
+      checks: {
+        Task: [
+          hasId("Task"),
+          need(
+            "status in ('accepted' | 'rejected')",
+            "status",
+            "The confirmation Task.status must be accepted (something is available) or rejected (nothing is).",
+            "value",
+          ),
+          need(
+            "businessStatus.coding.where(code in ('available' | 'partial' | 'unavailable')).exists()",
+            "businessStatus",
+            "Task.businessStatus must be coded available, partial or unavailable.",
+            "value",
+          ),
+        ],
+      },
+    },
+  },
+  {
+    id: "receive-allocation",
+    area: "drug-orders",
+    path: STANDARD_PATH,
+    event: "receive-allocation",
+    aliases: [],
+    focus: { types: ["Task"], required: ["Task"], checks: { Task: [hasId("Task")] } },
+  },
+  {
+    id: "send-dispense-summary",
+    area: "drug-orders",
+    path: STANDARD_PATH,
+    event: "send-dispense-summary",
+    aliases: [],
+    focus: {
+      types: ["MedicationDispense", "Task"],
+      checks: {
+        MedicationDispense: [
+          need(
+            "authorizingPrescription.exists()",
+            "authorizingPrescription",
+            "MedicationDispense.authorizingPrescription is required: reference the allocated MedicationRequest.",
+          ),
+        ],
+        Task: [
+          hasId("Task"),
+          need(
+            "status = 'completed'",
+            "status",
+            "A device order's dispense summary is its fulfillment Task with status completed.",
+            "value",
+          ),
+        ],
+      },
+    },
+  },
+  {
+    id: "get-pending-tasks",
+    area: "health-programs",
+    path: STANDARD_PATH,
+    event: "get-pending-tasks",
+    aliases: [],
+    focus: { types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
+  },
+  {
+    id: "add-task",
+    area: "health-programs",
+    path: STANDARD_PATH,
+    event: "add-task",
+    aliases: [],
+    focus: { types: ["Task"], required: ["Task"], checks: { Task: task } },
+  },
+  {
+    id: "update-task",
+    area: "health-programs",
+    path: STANDARD_PATH,
+    event: "update-task",
+    aliases: [],
+    focus: {
+      types: ["Task"],
+      required: ["Task"],
+      checks: {
+        Task: [
+          hasId("Task"),
+          need("status.exists()", "status", "Task.status is required (the task's new or unchanged status)."),
+        ],
+      },
+    },
+  },
+  {
+    id: "cancel-task",
+    area: "health-programs",
+    path: STANDARD_PATH,
+    event: "cancel-task",
+    aliases: [],
+    focus: {
+      types: ["Task"],
+      required: ["Task"],
+      checks: {
+        Task: [
+          hasId("Task"),
+          need(
+            "status = 'cancelled'",
+            "status",
+            "cancel-task needs Task.status cancelled (and a statusReason saying why).",
+            "value",
+          ),
+        ],
+      },
+    },
+  },
+];

@@ -1,0 +1,40 @@
+import type { CompiledPath } from "../fhir/fhirpath.js";
+import type { IssueCode } from "../fhir/outcome.js";
+
+export type Area = "patient-profile" | "drug-orders" | "health-programs";
+
+/** One check of a focus resource: a FHIRPath that must hold, the element it is about, and the fix. */
+export interface Requirement {
+  fhirpath: string;
+  element: string;
+  says: string;
+  /** Issue code when the check fails: `required` for a missing element, `value` for a wrong one. */
+  code: IssueCode;
+}
+
+/** A row of the operation catalogue, as written in data. */
+export interface OperationSpec {
+  id: string;
+  area: Area;
+  /** Message-processing path, without the configurable base path. */
+  path: string;
+  /** The default event code (MessageHeader.eventCoding.code). */
+  event: string;
+  /** Further event codes that route to this operation. */
+  aliases: string[];
+  focus: {
+    /** Resource types the MessageHeader.focus may point at. */
+    types: string[];
+    /** Types that must be among the focus; when absent, any one of `types` will do. */
+    required?: string[];
+    /** Per-type checks a focus resource must pass. */
+    checks: Record<string, Requirement[]>;
+  };
+}
+
+/** A catalogue row ready for routing: checks compiled once. */
+export interface Operation extends Omit<OperationSpec, "focus"> {
+  focus: OperationSpec["focus"] & {
+    compiled: Record<string, Array<Requirement & { evaluate: CompiledPath }>>;
+  };
+}

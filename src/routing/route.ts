@@ -1,0 +1,97 @@
+import type { EntryRef, Message } from "../envelope/message.js";
+import { test } from "../fhir/fhirpath.js";
+import { type Issue, issue } from "../fhir/outcome.js";
+import type { Catalogue } from "./catalogue.js";
+import type { Operation } from "./operation.js";
+
+export interface Routed {
+  operation: Operation | undefined;
+  /** The focus resources the handler acts on. */
+  focus: EntryRef[];
+  issues: Issue[];
+  /** Set when the operation exists but belongs on another path: the right path. */
+  rightPath?: string;
+}
+
+const HEADER = "Bundle.entry[0].resource";
+
+/**
+ * Message → operation, by event code (CONTRACT §3), then the operation's own
+ * checks of its focus resources. Every problem found is returned, none thrown.
+ */
+export function routeMessage(message: Message, catalogue: Catalogue, path: string, basePath: string): Routed {
+  const operation = catalogue.byEvent(message.event);
+  if (!operation) {
+    return {
+      operation,
+      focus: [],
+      issues: [
+        issue(
+          "not-supported",
+          `Unknown event "${message.event}". Known event codes: ${catalogue.knownEvents.join(", ")}.`,
+          `${HEADER}.event`,
+        ),
+      ],
+    };
+  }
+  const { focus, issues } = checkFocus(operation, message);
+  if (operation.path !== path) {
+    const rightPath = `${basePath}${operation.path}`;
+    issues.unshift(
+      issue(
+        "not-found",
+        `${operation.id} is served at POST ${rightPath}, not at ${basePath}${path}. Send the message there.`,
+        `${HEADER}.event`,
+      ),
+    );
+    return { operation, focus, issues, rightPath };
+  }
+  return { operation, focus, issues };
+}
+
+function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]; issues: Issue[] } {
+  const { types, required, compiled } = operation.focus;
+  const issues: Issue[] = [];
+  const expected = types.join(" or ");
+  // Without MessageHeader.focus, fall back to the Bundle's resources of the expected types.
+  const declared = Array.isArray(message.header.focus) && message.header.focus.length > 0;
+  const focus = declared
+    ? message.focus
+    : message.entries.filter((e) => e.index > 0 && types.includes(e.resource.resourceType));
+
+  focus.forEach((entry, i) => {
+    if (!types.includes(entry.resource.resourceType)) {
+      issues.push(
+        issue(
+          "invalid",
+          `${operation.id} expects focus of type ${expected}; MessageHeader.focus[${i}] points at a ${entry.resource.resourceType} (${entry.path}).`,
+          `${HEADER}.focus[${i}]`,
+        ),
+      );
+    }
+  });
+  const present = new Set(focus.map((e) => e.resource.resourceType));
+  const missing = required
+    ? required.filter((t) => !present.has(t))
+    : types.some((t) => present.has(t))
+      ? []
+      : [expected];
+  for (const type of missing) {
+    // A focus that failed to resolve has already been reported.
+    if (declared && focus.length < (message.header.focus?.length ?? 0)) break;
+    issues.push(
+      issue(
+        "required",
+        `${operation.id} needs a ${type} as the message focus: add it as an entry and reference its fullUrl from MessageHeader.focus.`,
+        `${HEADER}.focus`,
+      ),
+    );
+  }
+  for (const entry of focus) {
+    for (const check of compiled[entry.resource.resourceType] ?? []) {
+      const result = test(check.evaluate, entry.resource);
+      if (!result.holds) issues.push(issue(check.code, check.says, `${entry.path}.${check.element}`));
+    }
+  }
+  return { focus: focus.filter((e) => types.includes(e.resource.resourceType)), issues };
+}
