@@ -4,8 +4,8 @@ import { adminRoutes } from "./admin/admin-routes.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
+import { builtInHandlers } from "./handlers/built-in.js";
 import type { HandlerTable } from "./handlers/handler.js";
-import { statelessHandlers } from "./handlers/stateless.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
@@ -14,6 +14,7 @@ import { type Answer, createMessagePipeline } from "./pipeline/process-message.j
 import { ReplayCache } from "./pipeline/replay-cache.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
+import { SandboxStore } from "./store/sandbox-store.js";
 import { VERSION } from "./version.js";
 
 export interface Logger {
@@ -38,7 +39,7 @@ export const defaultDeps = (): SandboxDeps => ({
     info: (m) => console.log(m),
     error: (m, e) => console.error(m, e),
   },
-  handlers: statelessHandlers,
+  handlers: builtInHandlers,
 });
 
 /** Budget of body text the journal holds, whatever the call count (about 256 MiB of UTF-16). */
@@ -50,6 +51,7 @@ export interface SandboxApp {
   journal: Journal;
   events: SandboxEvents;
   catalogue: Catalogue;
+  store: SandboxStore;
   options: SandboxOptions;
   /** State back to fixtures, journal and counters cleared. */
   reset(): void;
@@ -76,11 +78,18 @@ export function createApp(
   const journal = new Journal({ maxCalls: options.journalLimit, maxChars: JOURNAL_MAX_CHARS }, events);
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   const replays = new ReplayCache<Answer>(options.journalLimit);
-  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays });
+  const store = new SandboxStore({
+    seed: options.seed,
+    emiratesIdSystem: options.emiratesIdSystem,
+    now: deps.now,
+    newId: deps.newId,
+  });
+  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays, store });
 
   const reset = () => {
     journal.clear();
     replays.clear();
+    store.clear();
   };
 
   const app = new Hono<EdgeEnv>();
@@ -90,6 +99,7 @@ export function createApp(
       catalogue,
       journal,
       events,
+      store,
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
@@ -123,5 +133,5 @@ export function createApp(
     ]);
   });
 
-  return { app: app as unknown as Hono, journal, events, catalogue, options, reset };
+  return { app: app as unknown as Hono, journal, events, catalogue, store, options, reset };
 }

@@ -10,12 +10,14 @@ import { callView } from "../journal/call-view.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
 import { compileExpectation, expectationSchema, type Verification } from "../journal/verify.js";
 import type { Catalogue } from "../routing/catalogue.js";
+import type { SandboxStore } from "../store/sandbox-store.js";
 import { adminAuth } from "./auth.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
   journal: Journal;
   events: SandboxEvents;
+  store: SandboxStore;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
@@ -26,7 +28,11 @@ export interface AdminDeps {
   reset(): void;
 }
 
-function problem(status: 400 | 404, diagnostics: string, code: "invalid" | "not-found" = "invalid"): Response {
+function problem(
+  status: 400 | 404 | 413,
+  diagnostics: string,
+  code: "invalid" | "not-found" | "too-costly" = "invalid",
+): Response {
   return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
     status,
     headers: { "content-type": FHIR_JSON },
@@ -52,7 +58,11 @@ async function jsonBody(
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
-  if (!read.ok) return { ok: false, response: problem(400, `The body is larger than ${read.limit} bytes.`) };
+  if (!read.ok)
+    return {
+      ok: false,
+      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-costly"),
+    };
   const parsed = parseJson(read.text === "" ? "{}" : read.text);
   if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
   return { ok: true, value: parsed.value };
@@ -121,20 +131,25 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
+    // A client that gave up must not leave a waiter re-verifying the journal on every call until its deadline.
+    const signal = c.req.raw.signal;
     const result = await new Promise<Verification>((resolve) => {
       const first = e.verify();
-      if (first.ok) return resolve(first);
+      if (first.ok || signal.aborted) return resolve(first);
       const onRecorded = () => {
         const now = e.verify();
         if (now.ok) finish(now);
       };
       const timer = setTimeout(() => finish(e.verify()), e.timeoutMs ?? 5000);
+      const onAbort = () => finish(e.verify());
       const finish = (v: Verification) => {
         clearTimeout(timer);
         deps.events.off("call:recorded", onRecorded);
+        signal.removeEventListener("abort", onAbort);
         resolve(v);
       };
       deps.events.on("call:recorded", onRecorded);
+      signal.addEventListener("abort", onAbort);
     });
     return c.json(result);
   });
@@ -148,6 +163,19 @@ export function adminRoutes(deps: AdminDeps): Hono {
         "not-found",
       );
     return c.json(callView(call));
+  });
+
+  admin.get("/patients/:key", (c) => {
+    const key = c.req.param("key");
+    const state = deps.store.state(key);
+    if (!state) {
+      return problem(
+        404,
+        `No patient with key ${key} in the sandbox yet. Keys are system|value of an identifier (URL-encoded) or an id; an unknown patient is generated on first use by a message.`,
+        "not-found",
+      );
+    }
+    return c.json(state);
   });
 
   admin.post("/reset", (c) => {

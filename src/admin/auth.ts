@@ -12,7 +12,8 @@ function same(a: string, b: string): boolean {
 /** Bearer-token check for the admin API; `/health` stays open for container health checks. */
 export function adminAuth(token: string | undefined): MiddlewareHandler {
   return async (c, next) => {
-    if (token === undefined || c.req.path.endsWith("/__admin/health")) return next();
+    // Exact path: a suffix test would let any unknown path ending in /__admin/health past the token.
+    if (token === undefined || c.req.path === "/__admin/health") return next();
     const header = c.req.header("authorization") ?? "";
     const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
     if (given !== undefined && same(given, token)) return next();

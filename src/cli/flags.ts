@@ -48,6 +48,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "most calls the journal keeps; oldest dropped first",
   ),
   flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
+  flag("emirates-id-system", "string", DEFAULT_OPTIONS.emiratesIdSystem, "identifier system of generated Emirates IDs"),
 ];
 
 export interface ServeConfig {
@@ -117,6 +118,7 @@ export function resolveServeConfig(
       businessErrors: v["business-errors"] as "message" | "http",
       journalLimit: v["journal-limit"] as number,
       operationsFile: (v.operations as string | undefined) || undefined,
+      emiratesIdSystem: v["emirates-id-system"] as string,
     },
   };
 }

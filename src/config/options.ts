@@ -18,6 +18,8 @@ export interface SandboxOptions {
   journalLimit: number;
   /** An operations file that renames event codes, adds aliases or moves paths. */
   operationsFile: string | undefined;
+  /** Identifier system of the Emirates IDs given to generated patients. */
+  emiratesIdSystem: string;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -30,6 +32,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   businessErrors: "message",
   journalLimit: 10_000,
   operationsFile: undefined,
+  emiratesIdSystem: "urn:ae:emirates-id",
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

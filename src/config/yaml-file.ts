@@ -1,5 +1,5 @@
 import { readFileSync, statSync } from "node:fs";
-import { isNode, LineCounter, parseDocument } from "yaml";
+import { isCollection, isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 
 /** Files larger than this are refused before parsing. */
@@ -68,8 +68,21 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
     problems: parsed.error.issues.map((i) => {
       // Point at the deepest node that exists on the issue's path.
       let node: unknown;
-      for (let n = i.path.length; n >= 0 && !isNode(node); n--) node = doc.getIn(i.path.slice(0, n) as never[], true);
-      const offset = isNode(node) && node.range ? node.range[0] : 0;
+      let depth = i.path.length;
+      for (; depth >= 0; depth--) {
+        node = doc.getIn(i.path.slice(0, depth) as never[], true);
+        if (isNode(node)) break;
+      }
+      let offset = isNode(node) && node.range ? node.range[0] : 0;
+      // A block map/list under a key starts on the line after it: point at the key, where a reader looks.
+      if (isCollection(node) && depth > 0) {
+        const parent = doc.getIn(i.path.slice(0, depth - 1) as never[], true);
+        const key = String(i.path[depth - 1]);
+        const pair = isMap(parent)
+          ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === key)
+          : undefined;
+        if (isScalar(pair?.key) && pair.key.range) offset = pair.key.range[0];
+      }
       const { line, col } = at(offset);
       const where = i.path.length > 0 ? `${i.path.join(".")}: ` : "";
       return { file, line, column: col, message: `${where}${i.message}` };

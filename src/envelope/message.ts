@@ -2,6 +2,7 @@ import type { Bundle, MessageHeader, Resource } from "fhir/r4.js";
 import { FHIR_ID } from "../fhir/ids.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { describeJsonType, isObject } from "./json.js";
+import { shapeIssues } from "./r4-shape.js";
 
 /** A resource in the request Bundle, with its position for FHIRPath diagnostics. */
 export interface EntryRef {
@@ -27,6 +28,8 @@ export interface Message {
 export type ReadMessage = { message: Message; issues: Issue[] } | { message: undefined; issues: Issue[] };
 
 const HEADER = "Bundle.entry[0].resource";
+/** MessageHeader elements whose problems headerIssues and the focus check already report in their own words. */
+const HEADER_CHECKED = ["id", "source", "eventCoding", "eventUri", "focus"];
 
 /**
  * Checks the message Bundle and reports every problem found, each with a
@@ -104,6 +107,10 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
 
   const header = first.resource as unknown as MessageHeader & Record<string, unknown>;
   issues.push(...headerIssues(header));
+  // Mistyped elements (e.g. "text": 5) would otherwise be stored, echoed as invalid FHIR and break later reads.
+  for (const entry of entries) {
+    issues.push(...shapeIssues(entry.resource, entry.path, entry.index === 0 ? HEADER_CHECKED : []));
+  }
 
   const resolve = (reference: string): EntryRef | undefined => {
     const exact = byFullUrl.get(reference);

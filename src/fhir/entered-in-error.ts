@@ -21,3 +21,11 @@ export function markEnteredInError<R extends Resource>(resource: R): R {
   }
   return marked as unknown as R;
 }
+
+/** Whether a record was removed: entered-in-error in verificationStatus or status. */
+export function isEnteredInError(resource: Resource): boolean {
+  const r = resource as Resource & { status?: string; verificationStatus?: { coding?: Array<{ code?: string }> } };
+  return (
+    r.status === "entered-in-error" || r.verificationStatus?.coding?.some((c) => c.code === "entered-in-error") === true
+  );
+}

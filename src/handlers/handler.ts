@@ -2,6 +2,7 @@ import type { Resource } from "fhir/r4.js";
 import type { EntryRef, Message } from "../envelope/message.js";
 import type { Issue } from "../fhir/outcome.js";
 import type { Operation } from "../routing/operation.js";
+import type { SandboxStore } from "../store/sandbox-store.js";
 
 /** What a handler gets: the routed operation, the parsed message and its checked focus. */
 export interface HandlerInput {
@@ -10,20 +11,24 @@ export interface HandlerInput {
   focus: EntryRef[];
 }
 
-/** What the built-in behaviour needs from outside: time and ids, so tests can fix both. */
+/** What the built-in behaviour needs from outside: time and ids (so tests can fix both) and the store. */
 export interface HandlerContext {
   now(): Date;
   newId(): string;
+  store: SandboxStore;
 }
 
 /**
- * A handler either returns resources (the response message's entries, with
- * `focus` naming which of them MessageHeader.focus points at, default all),
- * or refuses on a business rule. It never builds Bundles or OperationOutcomes.
+ * A handler returns resources (the response message's entries, with `focus`
+ * naming which of them MessageHeader.focus points at, default all), refuses
+ * on a business rule (a fatal-error response message), or finds the focus
+ * invalid for the operation (400, not processed). It never builds Bundles or
+ * OperationOutcomes, and changes no state unless it answers ok.
  */
 export type HandlerResult =
   | { kind: "ok"; resources: Resource[]; focus?: Resource[] }
-  | { kind: "refused"; issues: Issue[] };
+  | { kind: "refused"; issues: Issue[] }
+  | { kind: "invalid"; issues: Issue[] };
 
 export type Handler = (input: HandlerInput, context: HandlerContext) => HandlerResult | Promise<HandlerResult>;
 
@@ -34,3 +39,5 @@ export const ok = (resources: Resource[], focus?: Resource[]): HandlerResult =>
   focus ? { kind: "ok", resources, focus } : { kind: "ok", resources };
 
 export const refuse = (...issues: Issue[]): HandlerResult => ({ kind: "refused", issues });
+
+export const invalid = (...issues: Issue[]): HandlerResult => ({ kind: "invalid", issues });

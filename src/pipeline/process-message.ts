@@ -92,6 +92,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
     const result = await handler({ operation: routed.operation, message, focus: routed.focus }, deps);
+    if (result.kind === "invalid") return notProcessed(400, result.issues, { operation, messageId });
 
     const correlation: Correlation = {
       request: message.header,

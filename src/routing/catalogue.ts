@@ -73,6 +73,8 @@ export const operationsFileSchema = z
   })
   .strict();
 
+type OperationsFile = z.infer<typeof operationsFileSchema>;
+
 /**
  * Applies an operations file to the default table.
  *
@@ -82,16 +84,20 @@ export const operationsFileSchema = z
  *     add-allergy: { event: AllergyIntolerance-Create, aliases: [add-allergy] }
  */
 export function loadOperationsFile(file: string, base: readonly OperationSpec[] = DEFAULT_OPERATIONS): OperationSpec[] {
-  const read = readYamlFile(file, operationsFileSchema);
+  // Unknown ids and clashing codes are checked while decoding, so the error names the file and line.
+  const read = readYamlFile(
+    file,
+    operationsFileSchema.superRefine((value, ctx) => {
+      for (const problem of tableProblems(value, base)) ctx.addIssue({ code: "custom", ...problem });
+    }),
+  );
   if (!read.ok) throw new Error(`invalid operations file:\n${read.problems.map(formatProblem).join("\n")}`);
-  const byId = new Map(base.map((op) => [op.id, op]));
-  for (const id of Object.keys(read.value.operations)) {
-    if (!byId.has(id)) {
-      throw new Error(`${file}: unknown operation "${id}"; known: ${[...byId.keys()].join(", ")}`);
-    }
-  }
+  return applyChanges(read.value, base);
+}
+
+function applyChanges(value: OperationsFile, base: readonly OperationSpec[]): OperationSpec[] {
   return base.map((op) => {
-    const change = read.value.operations[op.id];
+    const change = value.operations[op.id];
     if (!change) return op;
     return {
       ...op,
@@ -100,4 +106,40 @@ export function loadOperationsFile(file: string, base: readonly OperationSpec[] 
       aliases: [...op.aliases, ...(change.aliases ?? [])],
     };
   });
+}
+
+type Problem = { path: Array<string | number>; message: string };
+
+/** Operation ids the table does not have, and event codes the changed table would give two operations. */
+function tableProblems(value: OperationsFile, base: readonly OperationSpec[]): Problem[] {
+  const known = new Set(base.map((op) => op.id));
+  const problems: Problem[] = Object.keys(value.operations)
+    .filter((id) => !known.has(id))
+    .map((id) => ({ path: ["operations", id], message: `unknown operation "${id}"; known: ${[...known].join(", ")}` }));
+  // The table's own codes first, then the file's, so that a clash is reported where the file says it.
+  const claims: Array<{ code: string; id: string; path?: Problem["path"] }> = [];
+  for (const op of base) {
+    const change = value.operations[op.id];
+    if (!change?.event) claims.push({ code: op.event, id: op.id });
+    for (const code of op.aliases) claims.push({ code, id: op.id });
+  }
+  for (const [id, change] of Object.entries(value.operations)) {
+    if (!known.has(id)) continue;
+    if (change.event) claims.push({ code: change.event, id, path: ["operations", id, "event"] });
+    change.aliases?.forEach((code, i) => {
+      claims.push({ code, id, path: ["operations", id, "aliases", i] });
+    });
+  }
+  const owners = new Map<string, string>();
+  for (const { code, id, path } of claims) {
+    const owner = owners.get(code.toLowerCase());
+    if (owner === undefined) owners.set(code.toLowerCase(), id);
+    else if (owner !== id && path) {
+      problems.push({
+        path,
+        message: `event code "${code}" would route to both ${owner} and ${id}; give each its own`,
+      });
+    }
+  }
+  return problems;
 }

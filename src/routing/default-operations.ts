@@ -1,3 +1,5 @@
+import { LOINC, UCUM, VITAL_SIGNS, type VitalSign } from "../domain/vital-signs.js";
+import { TASK_KINDS } from "../generate/clinical-codes.js";
 import type { OperationSpec, Requirement } from "./operation.js";
 
 /** The two message-processing paths of the real service (CONTRACT §1). */
@@ -43,9 +45,39 @@ const allergy = [
 ];
 
 const history = (type: "Condition" | "Procedure") => [
-  need("code.exists()", "code", `${type}.code is required: the diagnosis or procedure, in SNOMED CT or ICD-10.`),
+  // code is 0..1 in R4: a record told only in its narrative (HL7's procedure-example-appendectomy-narrative) is valid.
+  need(
+    "code.exists() or text.`div`.exists()",
+    "code",
+    `${type}.code is required: the diagnosis or procedure, in SNOMED CT or ICD-10 (or, at least, a narrative in text.div).`,
+  ),
   need("subject.exists()", "subject", `${type}.subject is required: reference the Patient it is about.`),
 ];
+
+const list = (values: readonly string[]) => values.map((v) => `'${v}'`).join(" | ");
+const coded = (sign: VitalSign) => `code.coding.where(system = '${LOINC}' and code = '${sign.loinc}').exists()`;
+const unitText = (sign: VitalSign) => `${sign.display} (LOINC ${sign.loinc}) is measured in ${sign.units.join(", ")}`;
+
+/** Units that fit each known LOINC code, generated from the vital-signs table. */
+const unitChecks: Requirement[] = VITAL_SIGNS.flatMap((sign) =>
+  sign.components
+    ? sign.components.map((part) =>
+        need(
+          `${coded(sign)} implies component.where(${coded(part)}).valueQuantity.all(system = '${UCUM}' and code in (${list(part.units)}))`,
+          "component.valueQuantity.code",
+          `${unitText(part)}: give each component's valueQuantity a UCUM code (system ${UCUM}) among those.`,
+          "value",
+        ),
+      )
+    : [
+        need(
+          `${coded(sign)} implies valueQuantity.all(system = '${UCUM}' and code in (${list(sign.units)}))`,
+          "valueQuantity.code",
+          `${unitText(sign)}: give valueQuantity a UCUM code (system ${UCUM}) among those.`,
+          "value",
+        ),
+      ],
+);
 
 const measurement = [
   need(
@@ -59,6 +91,7 @@ const measurement = [
     "value",
     "Observation needs a value (valueQuantity with a UCUM unit), or component values for a panel such as blood pressure.",
   ),
+  ...unitChecks,
 ];
 
 const task = [
@@ -72,7 +105,13 @@ const task = [
   need(
     "code.exists()",
     "code",
-    "Task.code is required: the kind of task (order, measure or assessment) and the required action.",
+    `Task.code is required: the kind of task (${TASK_KINDS.join(", ")}) and the required action.`,
+  ),
+  need(
+    `code.empty() or code.coding.where(code in (${list(TASK_KINDS)})).exists() or code.text.lower() in (${list(TASK_KINDS)})`,
+    "code",
+    `Task.code must say the kind of task, ${TASK_KINDS.join(", ")} (a coding code, e.g. system urn:uae-fhir-sandbox:task-kind), and its text the required action.`,
+    "value",
   ),
   need("for.exists()", "for", "Task.for is required: reference the Patient the task is for."),
   need(

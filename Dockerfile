@@ -1,0 +1,35 @@
+# uae-fhir-sandbox: the same server as `npm ci && npm start`, as a non-root container.
+#
+#   docker build -t uae-fhir-sandbox .
+#   docker run --rm -p 8080:8080 uae-fhir-sandbox
+#   docker run --rm -p 8080:8080 -v "$PWD/scenarios:/app/scenarios:ro" uae-fhir-sandbox
+#
+# Every flag is also an environment variable (docker run -e ADMIN_TOKEN=... -e BASE_PATH=/sandbox).
+
+# Build stage: the README's "run from source" steps, npm ci then npm run build.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json ./
+COPY src ./src
+RUN npm run build
+
+# Runtime stage: production dependencies, the compiled server and the shipped scenarios.
+FROM node:24-bookworm-slim AS runtime
+WORKDIR /app
+ENV NODE_ENV=production \
+    PORT=8080 \
+    HOST=0.0.0.0 \
+    SCENARIOS=/app/scenarios
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
+COPY --from=build /app/dist ./dist
+COPY scenarios ./scenarios
+# The image's own user "node" (uid 1000), not root.
+USER node
+EXPOSE 8080
+# Reads PORT, so it follows `-e PORT=...`; fails on a non-2xx answer or after 3 s.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=10s --retries=3 \
+  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/__admin/health',{signal:AbortSignal.timeout(3000)}).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+CMD ["node", "dist/cli/main.js", "serve"]

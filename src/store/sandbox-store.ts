@@ -1,0 +1,167 @@
+import type { Patient, Resource } from "fhir/r4.js";
+import { generateProfile } from "../generate/patient-profile.js";
+import { identifierKey, type PatientIdentity } from "./patient-identity.js";
+
+/** Resource types kept per patient. */
+export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
+
+export interface StoreDeps {
+  seed: string;
+  emiratesIdSystem: string;
+  now(): Date;
+  newId(): string;
+}
+
+/** A patient's whole state, for the admin API. */
+export interface PatientState {
+  patient: Patient;
+  keys: string[];
+  records: Resource[];
+}
+
+interface Held {
+  resource: Resource;
+  patientId: string;
+}
+
+/**
+ * The sandbox's state: patients found by any of their keys, and their
+ * records by `Type/id`. Handlers go through these methods only. Stored
+ * resources are copies; callers get copies back, so nothing outside can
+ * change what is stored.
+ */
+export class SandboxStore {
+  readonly #patients = new Map<string, Patient>();
+  readonly #keys = new Map<string, string>();
+  readonly #records = new Map<string, Held>();
+  readonly #byPatient = new Map<string, string[]>();
+
+  constructor(private readonly deps: StoreDeps) {}
+
+  /** The patient any of these keys names, if the sandbox knows it. */
+  findPatient(identity: PatientIdentity): Patient | undefined {
+    for (const key of identity.keys) {
+      const id = this.#keys.get(key);
+      if (id) return structuredClone(this.#patients.get(id));
+    }
+    return undefined;
+  }
+
+  /**
+   * The patient these keys name; an unknown one gets a generated profile,
+   * derived from the seed and its first key, with what the request sent.
+   */
+  ensurePatient(identity: PatientIdentity): Patient {
+    const known = this.findPatient(identity);
+    if (known) return known;
+    const key = identity.keys[0];
+    if (key === undefined) throw new Error("ensurePatient: a patient identity needs a key");
+    const given = { ...identity.given };
+    // A key that is an identifier is one of the patient's identifiers.
+    const bar = key.indexOf("|");
+    if (bar >= 0 && !given.identifier)
+      given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
+    const profile = generateProfile(this.deps.seed, key, given, this.deps.emiratesIdSystem);
+    this.#addPatient(profile.patient, identity.keys);
+    for (const r of [
+      ...profile.allergies,
+      ...profile.conditions,
+      ...profile.procedures,
+      ...profile.observations,
+      ...profile.tasks,
+    ]) {
+      this.#hold(r, profile.patient.id as string);
+    }
+    return structuredClone(profile.patient);
+  }
+
+  /** Adds a patient as given (fixtures), known by its identifiers, its id and `keys`. */
+  putPatient(patient: Patient, keys: string[] = []): Patient {
+    const stored = { ...patient, id: patient.id ?? this.deps.newId() } as Patient;
+    this.#addPatient(stored, keys);
+    return structuredClone(stored);
+  }
+
+  #addPatient(patient: Patient, keys: string[]): void {
+    const id = patient.id as string;
+    this.#patients.set(id, structuredClone(patient));
+    const all = [
+      ...keys,
+      id,
+      ...(patient.identifier ?? []).flatMap((i) => (i.value ? [identifierKey(i.system, i.value)] : [])),
+    ];
+    for (const key of all) if (!this.#keys.has(key)) this.#keys.set(key, id);
+    if (!this.#byPatient.has(id)) this.#byPatient.set(id, []);
+  }
+
+  #hold(resource: Resource, patientId: string): void {
+    const ref = `${resource.resourceType}/${resource.id}`;
+    if (!this.#records.has(ref)) this.#byPatient.get(patientId)?.push(ref);
+    this.#records.set(ref, { resource: structuredClone(resource), patientId });
+  }
+
+  /** A stored record and the id of the patient it belongs to. */
+  get<R extends Resource>(type: RecordType, id: string): { resource: R; patientId: string } | undefined {
+    const held = this.#records.get(`${type}/${id}`);
+    return held ? { resource: structuredClone(held.resource) as R, patientId: held.patientId } : undefined;
+  }
+
+  /** Stores a new record for a patient with a server id and version 1. */
+  create<R extends Resource>(resource: R, patientId: string): R {
+    const stored = this.#stamp(resource, this.deps.newId(), 1);
+    this.#hold(stored, patientId);
+    return structuredClone(stored);
+  }
+
+  /** Replaces a stored record with a new version (versionId + 1). */
+  update<R extends Resource>(resource: R): R {
+    const ref = `${resource.resourceType}/${resource.id}`;
+    const held = this.#records.get(ref);
+    if (!held) throw new Error(`update of unknown record ${ref}`);
+    const version = Number(held.resource.meta?.versionId ?? "1") + 1;
+    const stored = this.#stamp(resource, resource.id as string, version);
+    this.#hold(stored, held.patientId);
+    return structuredClone(stored);
+  }
+
+  #stamp<R extends Resource>(resource: R, id: string, version: number): R {
+    const { meta, ...rest } = structuredClone(resource);
+    const { versionId: _v, lastUpdated: _l, ...keptMeta } = meta ?? {};
+    return {
+      ...rest,
+      id,
+      meta: { ...keptMeta, versionId: String(version), lastUpdated: this.deps.now().toISOString() },
+    } as unknown as R;
+  }
+
+  /** A patient's records of some types, in the order they were stored (removed ones included). */
+  records<R extends Resource>(patientId: string, types: readonly RecordType[]): R[] {
+    return (this.#byPatient.get(patientId) ?? []).flatMap((ref) => {
+      const held = this.#records.get(ref);
+      return held && (types as readonly string[]).includes(held.resource.resourceType)
+        ? [structuredClone(held.resource) as R]
+        : [];
+    });
+  }
+
+  /** One patient's whole state, found by any key. */
+  state(key: string): PatientState | undefined {
+    const id = this.#keys.get(key);
+    const patient = id ? this.#patients.get(id) : undefined;
+    if (!id || !patient) return undefined;
+    const keys = [...this.#keys].filter(([, v]) => v === id).map(([k]) => k);
+    return {
+      patient: structuredClone(patient),
+      keys,
+      records: this.records(id, ["AllergyIntolerance", "Condition", "Procedure", "Observation", "Task"]),
+    };
+  }
+
+  /** Forgets everything; the caller loads fixtures again. */
+  clear(): void {
+    this.#patients.clear();
+    this.#keys.clear();
+    this.#records.clear();
+    this.#byPatient.clear();
+  }
+}
