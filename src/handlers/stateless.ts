@@ -1,14 +1,12 @@
 import type { Resource } from "fhir/r4.js";
-import { markEnteredInError } from "../fhir/entered-in-error.js";
 import { type Handler, type HandlerContext, type HandlerTable, ok } from "./handler.js";
 
 /**
- * Built-in handlers that keep no state: what an add returns is its focus
- * with a server id, an update bumps the version it was sent with, a remove
- * comes back marked entered-in-error, reads echo their focus. The stateful
- * store replaces these per operation id.
+ * Built-in handlers that keep no state, for the drug-order operations until
+ * the order flow lands: a new resource comes back with a server id, an update
+ * bumps the version it was sent with, a read echoes its focus.
  */
-type Change = "create" | "update" | "remove" | "read";
+type Change = "create" | "update" | "read";
 
 const stamp = (resource: Resource, version: number, context: HandlerContext, id = resource.id): Resource =>
   ({
@@ -25,7 +23,6 @@ const previousVersion = (resource: Resource): number => {
 const changes: Record<Change, (r: Resource, context: HandlerContext) => Resource> = {
   create: (r, context) => stamp(r, 1, context, context.newId()),
   update: (r, context) => stamp(r, previousVersion(r) + 1, context),
-  remove: (r, context) => stamp(markEnteredInError(r), previousVersion(r) + 1, context),
   read: (r) => r,
 };
 
@@ -35,22 +32,8 @@ const apply =
     ok(focus.map((e) => changes[change](e.resource, context)));
 
 export const statelessHandlers: HandlerTable = {
-  "view-patient-profile": apply("read"),
-  "add-allergy": apply("create"),
-  "update-allergy": apply("update"),
-  "remove-allergy": apply("remove"),
-  "add-history": apply("create"),
-  "update-history": apply("update"),
-  "remove-history": apply("remove"),
-  "add-measurement": apply("create"),
-  "update-measurement": apply("update"),
-  "remove-measurement": apply("remove"),
   "subscribe-order-notifications": apply("create"),
   "confirm-drugs-availability": apply("update"),
   "receive-allocation": apply("read"),
   "send-dispense-summary": apply("create"),
-  "get-pending-tasks": () => ok([]),
-  "add-task": apply("create"),
-  "update-task": apply("update"),
-  "cancel-task": apply("update"),
 };

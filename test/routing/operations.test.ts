@@ -1,7 +1,6 @@
 import type { AllergyIntolerance, OperationOutcome } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp, type SandboxDeps } from "../../src/app.js";
-import { statelessHandlers } from "../../src/handlers/stateless.js";
 import { ALTERNATE, example, focusOf, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
 import { OPERATION_CASES, type OperationCase } from "./operation-messages.js";
 import {
@@ -35,10 +34,7 @@ const CONTRACT_TABLE: Array<[id: string, path: string]> = [
   ["cancel-task", STANDARD],
 ];
 
-const HANDLERS: Array<[name: string, deps: Partial<SandboxDeps>]> = [
-  ["built-in handlers", {}],
-  ["stateless echo handlers", { handlers: statelessHandlers }],
-];
+const HANDLERS: Array<[name: string, deps: Partial<SandboxDeps>]> = [["built-in handlers", {}]];
 
 describe.each(HANDLERS)("every operation of CONTRACT §3 is routed and answered per §4 (%s)", (name, deps) => {
   it("covers the 18 operations of the contract", () => {

@@ -2,8 +2,8 @@ import type { AllergyIntolerance, Bundle, OperationOutcome } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { issue } from "../../src/fhir/outcome.js";
+import { builtInHandlers } from "../../src/handlers/built-in.js";
 import { type Handler, refuse } from "../../src/handlers/handler.js";
-import { statelessHandlers } from "../../src/handlers/stateless.js";
 import { example, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
 import { expectOk, expectRefusal, expectResponseMessage, journalledCall } from "./response-checks.js";
 
@@ -19,7 +19,7 @@ function refusingAllergy() {
     calls.count++;
     return refuse(issue("business-rule", REFUSAL, "Bundle.entry[1].resource"));
   };
-  return { calls, handlers: { ...statelessHandlers, "add-allergy": refusing } };
+  return { calls, handlers: { ...builtInHandlers, "add-allergy": refusing } };
 }
 
 describe("--response-envelope", () => {
@@ -112,12 +112,12 @@ describe("business refusals (processed and refused, CONTRACT §5)", () => {
 describe("a resent message (same MessageHeader id)", () => {
   function countingAllergy() {
     const calls = { count: 0 };
-    const add = statelessHandlers["add-allergy"] as Handler;
+    const add = builtInHandlers["add-allergy"] as Handler;
     const counting: Handler = (input, context) => {
       calls.count++;
       return add(input, context);
     };
-    return { calls, handlers: { ...statelessHandlers, "add-allergy": counting } };
+    return { calls, handlers: { ...builtInHandlers, "add-allergy": counting } };
   }
 
   it("is answered with the original response and not applied twice", async () => {
