@@ -2,18 +2,24 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
+import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import { builtInHandlers } from "./handlers/built-in.js";
 import type { HandlerTable } from "./handlers/handler.js";
+import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
+import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { type Answer, createMessagePipeline } from "./pipeline/process-message.js";
 import { ReplayCache } from "./pipeline/replay-cache.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
+import { applyFixtures } from "./scenarios/fixtures.js";
+import type { LoadedScenario } from "./scenarios/load.js";
+import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
 import { VERSION } from "./version.js";
 
@@ -27,6 +33,8 @@ export interface SandboxDeps {
   now(): Date;
   monotonic(): number;
   newId(): string;
+  /** Uniform in [0, 1): delay ranges. */
+  random(): number;
   logger: Logger;
   handlers: HandlerTable;
 }
@@ -35,6 +43,7 @@ export const defaultDeps = (): SandboxDeps => ({
   now: () => new Date(),
   monotonic: () => performance.now(),
   newId: () => randomUUID(),
+  random: Math.random,
   logger: {
     info: (m) => console.log(m),
     error: (m, e) => console.error(m, e),
@@ -52,9 +61,13 @@ export interface SandboxApp {
   events: SandboxEvents;
   catalogue: Catalogue;
   store: SandboxStore;
+  scenarios: Scenarios;
+  pharmacies: PharmacyRegistry;
   options: SandboxOptions;
   /** State back to fixtures, journal and counters cleared. */
   reset(): void;
+  /** Stops watching the scenarios folder. */
+  close(): void;
 }
 
 /**
@@ -84,13 +97,37 @@ export function createApp(
     now: deps.now,
     newId: deps.newId,
   });
-  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays, store });
+  const pharmacies = new PharmacyRegistry();
+  const scenarios = new Scenarios(options.scenarios, {
+    now: deps.now,
+    events: {
+      onLoad: ({ ok, problems }) => {
+        if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
+        else
+          deps.logger.error(
+            `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
+          );
+        events.emit("scenarios:loaded", { ok, problems });
+      },
+    },
+  });
+  const loaded = scenarios.reload();
+  if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  const fixturesOf = (list: readonly LoadedScenario[]) =>
+    applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
+  const loadFixtures = () => fixturesOf(scenarios.scenarios);
+  loadFixtures();
+  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays, store, scenarios });
 
   const reset = () => {
     journal.clear();
     replays.clear();
     store.clear();
+    pharmacies.clear();
+    loadFixtures();
+    scenarios.resetCounters();
   };
+  const stopWatching = options.watch ? scenarios.watch() : () => undefined;
 
   const app = new Hono<EdgeEnv>();
   app.route(
@@ -100,6 +137,9 @@ export function createApp(
       journal,
       events,
       store,
+      scenarios,
+      pharmacies,
+      applyFixtures: fixturesOf,
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
@@ -122,6 +162,8 @@ export function createApp(
     ]),
   );
   app.onError((error, c) => {
+    // In-process, a scripted network fault rejects app.request as fetch would.
+    if (error instanceof SimulatedNetworkFault) throw error;
     deps.logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
     return outcomeResponse(c, 500, [
       issue(
@@ -133,5 +175,16 @@ export function createApp(
     ]);
   });
 
-  return { app: app as unknown as Hono, journal, events, catalogue, store, options, reset };
+  return {
+    app: app as unknown as Hono,
+    journal,
+    events,
+    catalogue,
+    store,
+    scenarios,
+    pharmacies,
+    options,
+    reset,
+    close: stopWatching,
+  };
 }

@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import type { YamlProblem } from "./config/yaml-file.js";
 import type { CallDraft, CallRecord } from "./journal/call-record.js";
 
 /** Lifecycle events of the sandbox; observers (the journal, waiters) subscribe, the request path only emits. */
@@ -7,6 +8,8 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
+  "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }
 
 export class SandboxEvents extends EventEmitter<SandboxEventMap> {

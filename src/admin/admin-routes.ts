@@ -1,6 +1,7 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
 import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
@@ -8,8 +9,12 @@ import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
+import { redactHeaders } from "../journal/redact.js";
 import { compileExpectation, expectationSchema, type Verification } from "../journal/verify.js";
+import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import type { Catalogue } from "../routing/catalogue.js";
+import type { LoadedScenario } from "../scenarios/load.js";
+import type { Scenarios } from "../scenarios/scenarios.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import { adminAuth } from "./auth.js";
 
@@ -18,6 +23,10 @@ export interface AdminDeps {
   journal: Journal;
   events: SandboxEvents;
   store: SandboxStore;
+  scenarios: Scenarios;
+  pharmacies: PharmacyRegistry;
+  /** Loads the fixtures of scenarios added at run time. */
+  applyFixtures(scenarios: readonly LoadedScenario[]): void;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
@@ -177,6 +186,45 @@ export function adminRoutes(deps: AdminDeps): Hono {
     }
     return c.json(state);
   });
+
+  admin.get("/scenarios", (c) => c.json(deps.scenarios.view()));
+
+  admin.post("/scenarios/reload", (c) => {
+    const result = deps.scenarios.reload();
+    if (!result.ok) {
+      return new Response(
+        JSON.stringify(
+          operationOutcome(
+            result.problems.map((p) => issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)),
+          ),
+        ),
+        { status: 400, headers: { "content-type": FHIR_JSON } },
+      );
+    }
+    return c.json(deps.scenarios.view());
+  });
+
+  admin.post("/scenarios", async (c) => {
+    const read = await readBody(c.req.raw, deps.maxBody);
+    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-costly");
+    const added = deps.scenarios.add(read.text);
+    if (!added.ok) {
+      return new Response(
+        JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
+        { status: 400, headers: { "content-type": FHIR_JSON } },
+      );
+    }
+    deps.applyFixtures([added.scenario]);
+    return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
+  });
+
+  admin.delete("/scenarios", (c) => c.json({ removed: deps.scenarios.clearRuntime() }));
+
+  admin.get("/pharmacies", (c) =>
+    c.json({
+      pharmacies: deps.pharmacies.list().map((p) => ({ ...p, headers: redactHeaders(Object.entries(p.headers)) })),
+    }),
+  );
 
   admin.post("/reset", (c) => {
     deps.reset();

@@ -49,6 +49,8 @@ export const SERVE_FLAGS: readonly Flag[] = [
   ),
   flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
   flag("emirates-id-system", "string", DEFAULT_OPTIONS.emiratesIdSystem, "identifier system of generated Emirates IDs"),
+  flag("scenarios", "string", "./scenarios", "folder (or file) of scenario YAML files; a missing folder means none"),
+  flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
 ];
 
 export interface ServeConfig {
@@ -119,6 +121,8 @@ export function resolveServeConfig(
       journalLimit: v["journal-limit"] as number,
       operationsFile: (v.operations as string | undefined) || undefined,
       emiratesIdSystem: v["emirates-id-system"] as string,
+      scenarios: (v.scenarios as string | undefined) || undefined,
+      watch: v.watch as boolean,
     },
   };
 }

@@ -3,22 +3,27 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
-import { flagsHelp, parseArgsOptions, resolveServeConfig, UsageError } from "./flags.js";
+import { flagsHelp, parseArgsOptions, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
+import { validate } from "./validate.js";
 
 const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox of a UAE health-information exchange
 
 Usage:
-  uae-fhir-sandbox [serve] [options]   serve the sandbox (default command)
-  uae-fhir-sandbox --help              this help
-  uae-fhir-sandbox --version           the version
+  uae-fhir-sandbox [serve] [options]        serve the sandbox (default command)
+  uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
+                                            exit 1 with file:line:column: message for each problem
+  uae-fhir-sandbox schema                   print the JSON Schema of scenario files
+  uae-fhir-sandbox --help                   this help
+  uae-fhir-sandbox --version                the version
 
 Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, patients, reset)
 Docs: README.md`;
 
 export interface CliIo {
@@ -32,10 +37,20 @@ export interface CliIo {
  * resolves once the server stopped on SIGTERM/SIGINT.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
+  const negated = new Set<string>();
+  const args = argv.filter((arg) => {
+    const name = /^--no-(.+)$/.exec(arg)?.[1];
+    if (name && SERVE_FLAGS.some((f) => f.name === name && f.kind === "boolean")) {
+      negated.add(name);
+      return false;
+    }
+    return true;
+  });
   let parsed: ReturnType<typeof parseArgs>;
   try {
     parsed = parseArgs({
-      args: argv,
+      args,
       options: { ...parseArgsOptions(), help: { type: "boolean", short: "h" }, version: { type: "boolean" } },
       allowPositionals: true,
       strict: true,
@@ -44,7 +59,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.err(`${(error as Error).message}\nRun uae-fhir-sandbox --help for the options.`);
     return 2;
   }
-  const { values, positionals } = parsed;
+  const { positionals } = parsed;
+  const values = { ...parsed.values } as Record<string, string | boolean | undefined>;
+  for (const name of negated) values[name] = false;
   if (values.help) {
     io.out(USAGE);
     return 0;
@@ -54,12 +71,17 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   const [command = "serve", ...rest] = positionals;
+  if (command === "validate") return validate(rest.length > 0 ? rest : ["./scenarios"], io);
+  if (command === "schema" && rest.length === 0) {
+    io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
+    return 0;
+  }
   if (command !== "serve" || rest.length > 0) {
     io.err(`Unknown command: ${positionals.join(" ")}\nRun uae-fhir-sandbox --help for the commands.`);
     return 2;
   }
   try {
-    const config = resolveServeConfig(values as Record<string, string | boolean | undefined>, io.env);
+    const config = resolveServeConfig(values, io.env);
     return await serve(config, io);
   } catch (error) {
     if (error instanceof UsageError) {
@@ -84,6 +106,7 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
       io.out(`received ${signal}, shutting down`);
+      sandbox.close();
       running.close().then(() => {
         io.out("stopped");
         resolve(0);

@@ -20,6 +20,10 @@ export interface SandboxOptions {
   operationsFile: string | undefined;
   /** Identifier system of the Emirates IDs given to generated patients. */
   emiratesIdSystem: string;
+  /** Folder (or file) of scenario YAML files; undefined for none. */
+  scenarios: string | undefined;
+  /** Reload scenarios when their files change. */
+  watch: boolean;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -33,6 +37,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalLimit: 10_000,
   operationsFile: undefined,
   emiratesIdSystem: "urn:ae:emirates-id",
+  scenarios: undefined,
+  watch: false,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

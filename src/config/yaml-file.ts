@@ -14,7 +14,10 @@ export interface YamlProblem {
   message: string;
 }
 
-export type YamlRead<T> = { ok: true; value: T } | { ok: false; problems: YamlProblem[] };
+/** Where a path of the decoded value stands in the file, for problems found after decoding. */
+export type Locate = (path: ReadonlyArray<string | number>, message: string) => YamlProblem;
+
+export type YamlRead<T> = { ok: true; value: T; locate: Locate } | { ok: false; problems: YamlProblem[] };
 
 export function formatProblem(p: YamlProblem): string {
   return `${p.file}:${p.line}:${p.column}: ${p.message}`;
@@ -61,31 +64,30 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   } catch (error) {
     return { ok: false, problems: [{ file, line: 1, column: 1, message: (error as Error).message }] };
   }
+  const locate: Locate = (path, message) => {
+    // Point at the deepest node that exists on the path.
+    let node: unknown;
+    let depth = path.length;
+    for (; depth >= 0; depth--) {
+      node = doc.getIn(path.slice(0, depth) as never[], true);
+      if (isNode(node)) break;
+    }
+    let offset = isNode(node) && node.range ? node.range[0] : 0;
+    // A block map/list under a key starts on the line after it: point at the key, where a reader looks.
+    if (isCollection(node) && depth > 0) {
+      const parent = doc.getIn(path.slice(0, depth - 1) as never[], true);
+      const key = String(path[depth - 1]);
+      const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === key) : undefined;
+      if (isScalar(pair?.key) && pair.key.range) offset = pair.key.range[0];
+    }
+    const { line, col } = at(offset);
+    const where = path.length > 0 ? `${path.join(".")}: ` : "";
+    return { file, line, column: col, message: `${where}${message}` };
+  };
   const parsed = schema.safeParse(data);
-  if (parsed.success) return { ok: true, value: parsed.data };
+  if (parsed.success) return { ok: true, value: parsed.data, locate };
   return {
     ok: false,
-    problems: parsed.error.issues.map((i) => {
-      // Point at the deepest node that exists on the issue's path.
-      let node: unknown;
-      let depth = i.path.length;
-      for (; depth >= 0; depth--) {
-        node = doc.getIn(i.path.slice(0, depth) as never[], true);
-        if (isNode(node)) break;
-      }
-      let offset = isNode(node) && node.range ? node.range[0] : 0;
-      // A block map/list under a key starts on the line after it: point at the key, where a reader looks.
-      if (isCollection(node) && depth > 0) {
-        const parent = doc.getIn(i.path.slice(0, depth - 1) as never[], true);
-        const key = String(i.path[depth - 1]);
-        const pair = isMap(parent)
-          ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === key)
-          : undefined;
-        if (isScalar(pair?.key) && pair.key.range) offset = pair.key.range[0];
-      }
-      const { line, col } = at(offset);
-      const where = i.path.length > 0 ? `${i.path.join(".")}: ` : "";
-      return { file, line, column: col, message: `${where}${i.message}` };
-    }),
+    problems: parsed.error.issues.map((i) => locate(i.path as Array<string | number>, i.message)),
   };
 }

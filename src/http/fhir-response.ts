@@ -1,4 +1,3 @@
-import type { Resource } from "fhir/r4.js";
 import type { Context } from "hono";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 
@@ -11,9 +10,18 @@ export interface EdgeVariables {
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
+  /** The scenario rule that answered. */
+  rule: string | null;
+  /** A scripted transport fault, staged instead of an answer. */
+  fault: string | null;
 }
 
-export type EdgeEnv = { Variables: EdgeVariables };
+/** The Node adapter's bindings, when a real socket serves the request (absent in-process). */
+export interface EdgeBindings {
+  incoming?: { socket?: import("node:net").Socket };
+}
+
+export type EdgeEnv = { Variables: EdgeVariables; Bindings: EdgeBindings };
 
 /**
  * Sends a FHIR body (CONTRACT §4: every FHIR body is application/fhir+json)
@@ -22,7 +30,7 @@ export type EdgeEnv = { Variables: EdgeVariables };
 export function fhirResponse(
   c: Context<EdgeEnv>,
   status: number,
-  body: Resource | { content: string },
+  body: unknown,
   headers: Record<string, string> = {},
 ): Response {
   const text = JSON.stringify(body);

@@ -2,6 +2,7 @@ import type { Hono } from "hono";
 import { issue } from "../fhir/outcome.js";
 import type { MessagePipeline } from "../pipeline/process-message.js";
 import { STANDARD_PATH } from "../routing/default-operations.js";
+import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { readBody } from "./read-body.js";
 
@@ -51,7 +52,7 @@ export function mountMessageRoutes(
       const origin = new URL(c.req.url).origin;
       const answer = await pipeline({
         path,
-        contentType: c.req.header("content-type"),
+        headers: c.req.raw.headers,
         body: read.text,
         endpoint: `${origin}${options.basePath}${path}`,
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
@@ -59,8 +60,12 @@ export function mountMessageRoutes(
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);
-      const wrap = options.responseEnvelope && answer.body.resourceType === "Bundle";
-      return fhirResponse(c, answer.status, wrap ? { content: JSON.stringify(answer.body) } : answer.body);
+      c.set("rule", answer.rule);
+      await delay(c, answer.delayMs);
+      if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
+      const body = answer.body as { resourceType?: unknown } | undefined;
+      const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
+      return fhirResponse(c, answer.status, wrap ? { content: JSON.stringify(body) } : body, answer.headers);
     });
   }
 }

@@ -23,28 +23,43 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("operation", null);
     c.set("messageId", null);
     c.set("duplicate", false);
-    await next();
-    const url = new URL(c.req.url);
-    deps.events.emit("call:completed", {
-      direction: "inbound",
-      at,
-      durationMs: Math.round((deps.monotonic() - started) * 1000) / 1000,
-      operation: c.get("operation"),
-      messageId: c.get("messageId"),
-      rule: null,
-      ...(c.get("duplicate") ? { duplicate: true } : {}),
-      request: {
-        method: c.req.method,
-        url: url.href,
-        path: url.pathname,
-        headers: redactHeaders(c.req.raw.headers),
-        body: c.get("bodyText"),
-      },
-      response: {
-        status: c.res.status,
-        headers: redactHeaders(c.res.headers),
-        body: c.get("responseText"),
-      },
-    });
+    c.set("rule", null);
+    c.set("fault", null);
+    try {
+      await next();
+    } finally {
+      record();
+    }
+
+    function record() {
+      const url = new URL(c.req.url);
+      const fault = c.get("fault");
+      // A reset or a timeout sends nothing: there is no response to record, only the fault.
+      const unanswered = fault === "connection-reset" || fault === "timeout";
+      deps.events.emit("call:completed", {
+        direction: "inbound",
+        at,
+        durationMs: Math.round((deps.monotonic() - started) * 1000) / 1000,
+        operation: c.get("operation"),
+        messageId: c.get("messageId"),
+        rule: c.get("rule"),
+        ...(c.get("duplicate") ? { duplicate: true } : {}),
+        ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
+        request: {
+          method: c.req.method,
+          url: url.href,
+          path: url.pathname,
+          headers: redactHeaders(c.req.raw.headers),
+          body: c.get("bodyText"),
+        },
+        response: unanswered
+          ? null
+          : {
+              status: c.res.status,
+              headers: redactHeaders(c.res.headers),
+              body: c.get("responseText"),
+            },
+      });
+    }
   };
 }

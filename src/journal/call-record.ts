@@ -9,6 +9,8 @@ export interface CallDraft {
   /** The scenario rule that answered, if any. */
   rule: string | null;
   duplicate?: boolean;
+  /** A scripted transport fault staged instead of an answer. */
+  fault?: string;
   request: {
     method: string;
     url: string;

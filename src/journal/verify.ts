@@ -1,7 +1,7 @@
 import { z } from "zod";
-import { compilePath, test } from "../fhir/fhirpath.js";
+import { compileMatcher, type MatcherSpec } from "../matching/matcher.js";
+import { factsOfCall } from "./call-facts.js";
 import type { CallRecord } from "./call-record.js";
-import { requestBundle } from "./call-view.js";
 
 /** The body of POST /__admin/calls/verify and /__admin/calls/wait. */
 export const expectationSchema = z
@@ -47,29 +47,13 @@ export type CompiledExpectation = (calls: readonly CallRecord[]) => Verification
 export function compileExpectation(
   e: Expectation,
 ): { ok: true; verify: CompiledExpectation } | { ok: false; reason: string } {
-  const where = e.where === undefined ? undefined : compilePath(e.where);
-  if (where && !where.ok) return { ok: false, reason: `"where" is not a valid FHIRPath expression: ${where.reason}` };
-  const evaluate = where?.ok ? where.evaluate : undefined;
-
-  const reasonsAgainst = (call: CallRecord): string[] => {
-    const reasons: string[] = [];
-    if (e.operation !== undefined && call.operation !== e.operation) {
-      reasons.push(`operation was ${call.operation ?? "not recognised"}, expected ${e.operation}`);
-    }
-    if (e.direction !== undefined && call.direction !== e.direction) {
-      reasons.push(`direction was ${call.direction}, expected ${e.direction}`);
-    }
-    if (evaluate) {
-      const bundle = requestBundle(call);
-      if (!bundle) reasons.push("the request carried no readable message Bundle");
-      else {
-        const result = test(evaluate, bundle);
-        if (result.error) reasons.push(`where failed to evaluate: ${result.error}`);
-        else if (!result.holds) reasons.push(`where ${JSON.stringify(e.where)} is false for the request Bundle`);
-      }
-    }
-    return reasons;
-  };
+  const spec: MatcherSpec = {};
+  if (e.operation !== undefined) spec.operation = e.operation;
+  if (e.direction !== undefined) spec.direction = e.direction;
+  if (e.where !== undefined) spec.fhirpath = e.where;
+  const compiled = compileMatcher(spec, "where");
+  if (!compiled.ok) return { ok: false, reason: compiled.problems.join("; ") };
+  const reasonsAgainst = (call: CallRecord) => compiled.matcher.mismatches(factsOfCall(call));
 
   const expected =
     e.count !== undefined

@@ -1,18 +1,23 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
-import { readMessage } from "../envelope/message.js";
+import { type Message, readMessage } from "../envelope/message.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
+import type { RequestFacts } from "../matching/matcher.js";
+import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { routeMessage } from "../routing/route.js";
+import { scriptedReply } from "../scenarios/respond.js";
+import type { Scripted } from "../scenarios/scenarios.js";
+import type { Fault } from "../scenarios/schema.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
 export interface InboundMessage {
   /** Path without the base path, e.g. /uae-fhir/r4/$process-message. */
   path: string;
-  contentType: string | undefined;
+  headers: Headers;
   body: string;
   /** Absolute URL the message was sent to (the response's source.endpoint). */
   endpoint: string;
@@ -20,14 +25,23 @@ export interface InboundMessage {
   fhirBase: string;
 }
 
-/** The answer to one message, with what the journal needs to know about it. */
+/** The answer to one message, with what the edge and the journal need to know about it. */
 export interface Answer {
   status: number;
-  body: Bundle | OperationOutcome;
+  /** The FHIR body; a scripted `body` may be any JSON, or absent with a fault. */
+  body: Bundle | OperationOutcome | unknown;
   operation: string | null;
   messageId: string | null;
   /** True when this is the stored answer to a resent message. */
   duplicate: boolean;
+  /** The scenario rule that matched and answered (or let the built-in behaviour answer). */
+  rule: string | null;
+  /** Wait this long before answering. */
+  delayMs: number;
+  /** Extra response headers a rule adds. */
+  headers: Record<string, string>;
+  /** A transport fault a rule stages instead of an answer. */
+  fault?: Fault;
 }
 
 export interface PipelineOptions {
@@ -40,25 +54,49 @@ export interface PipelineDeps extends HandlerContext {
   catalogue: Catalogue;
   handlers: HandlerTable;
   replays: ReplayCache<Answer>;
+  /** Scenario rules: which one, if any, answers a message. */
+  scenarios: { decide(facts: RequestFacts): Scripted | undefined };
+  random(): number;
 }
 
 const JSON_TYPES = new Set(["application/json", "application/fhir+json"]);
 
 /**
- * The message pipeline: envelope → message → operation → handler → response
- * message. Never throws for bad input: every problem becomes an issue.
+ * The message pipeline: envelope → message → operation → scenario rule or
+ * built-in handler → response message. Never throws for bad input: every
+ * problem becomes an issue.
  */
 export function createMessagePipeline(options: PipelineOptions, deps: PipelineDeps) {
-  const notProcessed = (status: number, issues: Issue[], found: Partial<Answer> = {}): Answer => ({
+  const answer = (status: number, body: unknown, found: Partial<Answer> = {}): Answer => ({
     status,
-    body: operationOutcome(issues),
+    body,
     operation: found.operation ?? null,
     messageId: found.messageId ?? null,
     duplicate: false,
+    rule: null,
+    delayMs: 0,
+    headers: {},
   });
+  const notProcessed = (status: number, issues: Issue[], found: Partial<Answer> = {}): Answer =>
+    answer(status, operationOutcome(issues), found);
+
+  const factsOf = (inbound: InboundMessage, message: Message, operation: string): RequestFacts => {
+    let keys: string[] | undefined;
+    return {
+      operation,
+      direction: "inbound",
+      path: inbound.path,
+      header: (name) => inbound.headers.get(name) ?? undefined,
+      bundle: () => message.bundle as unknown as Record<string, unknown>,
+      patientKeys: () => {
+        keys ??= patientKeysOf(message);
+        return keys;
+      },
+    };
+  };
 
   return async function processMessage(inbound: InboundMessage): Promise<Answer> {
-    const mediaType = inbound.contentType?.split(";")[0]?.trim().toLowerCase();
+    const mediaType = inbound.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
     // A missing Content-Type is read as JSON; a declared other type is refused.
     if (mediaType && !JSON_TYPES.has(mediaType)) {
       return notProcessed(415, [
@@ -82,41 +120,62 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const operation = routed.operation?.id ?? null;
     const issues = [...read.issues, ...routed.issues];
     if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
-    if (issues.length > 0 || !routed.operation || messageId === null) {
+    if (issues.length > 0 || !routed.operation || operation === null || messageId === null) {
       return notProcessed(400, issues, { operation, messageId });
     }
-
-    const earlier = deps.replays.get(messageId);
-    if (earlier) return { ...earlier, duplicate: true };
-
-    const handler = deps.handlers[routed.operation.id];
-    if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
-    const result = await handler({ operation: routed.operation, message, focus: routed.focus }, deps);
-    if (result.kind === "invalid") return notProcessed(400, result.issues, { operation, messageId });
 
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,
       fhirBase: inbound.fhirBase,
     };
-    const answer: Answer =
+    const facts = factsOf(inbound, message, operation);
+    // Rules come before the duplicate check: a scripted 503 must not be replayed to the client's retry.
+    const scripted = deps.scenarios.decide(facts);
+    const reply = scripted
+      ? scriptedReply(scripted, {
+          message,
+          operation,
+          path: inbound.path,
+          headers: inbound.headers,
+          patientKeys: facts.patientKeys(),
+          correlation,
+          businessErrors: options.businessErrors,
+          newId: deps.newId,
+          now: deps.now,
+        })
+      : undefined;
+    const ruled = {
+      rule: scripted?.rule.name ?? null,
+      delayMs: scripted?.response.delayMs(deps.random) ?? 0,
+      headers: reply?.headers ?? {},
+    };
+    if (reply?.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
+    if (reply?.kind === "fault") {
+      return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
+    }
+
+    const earlier = deps.replays.get(messageId);
+    if (earlier) return { ...earlier, duplicate: true, ...ruled };
+
+    const handler = deps.handlers[routed.operation.id];
+    if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
+    const result = await handler({ operation: routed.operation, message, focus: routed.focus }, deps);
+    if (result.kind === "invalid") return { ...notProcessed(400, result.issues, { operation, messageId }), ...ruled };
+
+    const built =
       result.kind === "ok"
-        ? {
-            status: 200,
-            body: okMessage(correlation, result.resources, deps, result.focus),
-            operation,
-            messageId,
-            duplicate: false,
-          }
-        : {
-            status: options.businessErrors === "http" ? 422 : 200,
-            body: errorMessage(correlation, "fatal-error", result.issues, deps),
-            operation,
-            messageId,
-            duplicate: false,
-          };
-    deps.replays.remember(messageId, answer);
-    return answer;
+        ? answer(200, okMessage(correlation, result.resources, deps, result.focus), { operation, messageId })
+        : answer(
+            options.businessErrors === "http" ? 422 : 200,
+            errorMessage(correlation, "fatal-error", result.issues, deps),
+            {
+              operation,
+              messageId,
+            },
+          );
+    deps.replays.remember(messageId, built);
+    return { ...built, ...ruled };
   };
 }
 

@@ -100,6 +100,18 @@ export class SandboxStore {
     this.#records.set(ref, { resource: structuredClone(resource), patientId });
   }
 
+  /** Stores a record as given (fixtures): its id kept, or a server id; version 1 unless it has one. */
+  putRecord<R extends Resource>(resource: R, patientId: string): R {
+    const id = resource.id ?? this.deps.newId();
+    const stored = {
+      ...structuredClone(resource),
+      id,
+      meta: { versionId: "1", lastUpdated: this.deps.now().toISOString(), ...resource.meta },
+    } as R;
+    this.#hold(stored, patientId);
+    return structuredClone(stored);
+  }
+
   /** A stored record and the id of the patient it belongs to. */
   get<R extends Resource>(type: RecordType, id: string): { resource: R; patientId: string } | undefined {
     const held = this.#records.get(`${type}/${id}`);

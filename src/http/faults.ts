@@ -1,0 +1,65 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Context } from "hono";
+import type { Fault } from "../scenarios/schema.js";
+import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
+
+/** Longest a `timeout` fault holds a connection the client never gives up on. */
+export const TIMEOUT_FAULT_CAP_MS = 5 * 60_000;
+
+/**
+ * Thrown in-process (no socket to break) so that `app.request` rejects the
+ * way `fetch` does on a network failure. The app's error handler rethrows it.
+ */
+export class SimulatedNetworkFault extends Error {
+  constructor(readonly fault: Fault) {
+    super(`simulated network fault: ${fault}`);
+    this.name = "SimulatedNetworkFault";
+  }
+}
+
+/** Waits `ms`, or less if the client goes away first. */
+export async function delay(c: Context<EdgeEnv>, ms: number): Promise<void> {
+  if (ms <= 0) return;
+  await sleep(ms, undefined, { signal: c.req.raw.signal }).catch(() => undefined);
+}
+
+/** Resolves when the client gives up on the request (its connection closes or it aborts). */
+function clientGoneOrCap(c: Context<EdgeEnv>): Promise<void> {
+  return sleep(TIMEOUT_FAULT_CAP_MS, undefined, { signal: c.req.raw.signal }).then(
+    () => undefined,
+    () => undefined,
+  );
+}
+
+/**
+ * Stages a scripted fault as a real client sees it: a TCP reset, a 200 with
+ * an empty or cut-off body, or no answer at all until the client gives up.
+ */
+export async function stageFault(
+  c: Context<EdgeEnv>,
+  fault: Fault,
+  status: number,
+  headers: Record<string, string>,
+): Promise<Response> {
+  c.set("fault", fault);
+  const socket = c.env?.incoming?.socket;
+  switch (fault) {
+    case "empty-body":
+      return new Response(null, { status, headers: { "content-type": FHIR_JSON, ...headers } });
+    case "malformed-json": {
+      const text = '{"resourceType":"Bundle","type":"message","entry":[{"fullUrl":"urn:uuid:';
+      c.set("responseText", text);
+      return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
+    }
+    case "timeout":
+      await clientGoneOrCap(c);
+      if (!socket) throw new SimulatedNetworkFault(fault);
+      socket.destroy();
+      return new Response(null, { status: 504 });
+    case "connection-reset":
+      if (!socket) throw new SimulatedNetworkFault(fault);
+      // RST instead of FIN: the client sees ECONNRESET, as with a crashed peer.
+      socket.resetAndDestroy();
+      return new Response(null, { status: 502 });
+  }
+}

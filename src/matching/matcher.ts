@@ -1,0 +1,135 @@
+import { type CompiledPath, compilePath, test } from "../fhir/fhirpath.js";
+
+/** A request or a recorded call, as every matcher sees it. Expensive facts are computed on demand. */
+export interface RequestFacts {
+  operation: string | null;
+  direction: "inbound" | "outbound";
+  /** Path without the base path. */
+  path: string;
+  header(name: string): string | undefined;
+  /** The message Bundle, when the body carried a readable one. */
+  bundle(): Record<string, unknown> | undefined;
+  /** Keys of the patients the message is about (see patientKeysOf). */
+  patientKeys(): readonly string[];
+}
+
+export type HeaderCondition = string | { matches: string } | { absent: true };
+
+/** What a scenario rule's `when`, or a verify query, asks of a request. Every condition must hold. */
+export interface MatcherSpec {
+  operation?: string | string[];
+  direction?: "inbound" | "outbound";
+  path?: string | string[];
+  headers?: Record<string, HeaderCondition>;
+  patient?: string | string[];
+  fhirpath?: string | string[];
+}
+
+export interface Matcher {
+  /** Operations this matcher is limited to, or undefined for any: used to index rules. */
+  operations: readonly string[] | undefined;
+  /** Whether every condition holds; stops at the first that does not. */
+  matches(facts: RequestFacts): boolean;
+  /** Why the request does not match; empty when it does. */
+  mismatches(facts: RequestFacts): string[];
+}
+
+const many = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
+
+type Predicate = (facts: RequestFacts) => string | undefined;
+
+/**
+ * The one matching core: compiles a spec into pure predicates (FHIRPath and
+ * regular expressions compiled once). Returns the problems of a bad spec.
+ *
+ * @example
+ *   compileMatcher({ operation: "add-allergy", fhirpath: "Bundle.entry.resource.ofType(AllergyIntolerance).exists()" })
+ */
+export function compileMatcher(
+  spec: MatcherSpec,
+  /** What the FHIRPath condition is called where the spec came from (`where` in verify queries). */
+  fhirpathName = "fhirpath",
+): { ok: true; matcher: Matcher } | { ok: false; problems: string[] } {
+  const problems: string[] = [];
+  const predicates: Predicate[] = [];
+
+  const operations = many(spec.operation);
+  if (operations) {
+    predicates.push((f) =>
+      f.operation !== null && operations.includes(f.operation)
+        ? undefined
+        : `operation was ${f.operation ?? "not recognised"}, expected ${operations.join(" or ")}`,
+    );
+  }
+  if (spec.direction) {
+    const direction = spec.direction;
+    predicates.push((f) =>
+      f.direction === direction ? undefined : `direction was ${f.direction}, expected ${direction}`,
+    );
+  }
+  const paths = many(spec.path);
+  if (paths) {
+    predicates.push((f) => (paths.includes(f.path) ? undefined : `path was ${f.path}, expected ${paths.join(" or ")}`));
+  }
+  for (const [name, condition] of Object.entries(spec.headers ?? {})) {
+    if (typeof condition === "string") {
+      predicates.push((f) => {
+        const value = f.header(name);
+        return value === condition
+          ? undefined
+          : `header ${name} was ${JSON.stringify(value ?? null)}, expected "${condition}"`;
+      });
+    } else if ("absent" in condition) {
+      predicates.push((f) =>
+        f.header(name) === undefined ? undefined : `header ${name} is present, expected it absent`,
+      );
+    } else {
+      let pattern: RegExp;
+      try {
+        pattern = new RegExp(condition.matches);
+      } catch (error) {
+        problems.push(`headers.${name}.matches is not a valid regular expression: ${(error as Error).message}`);
+        continue;
+      }
+      predicates.push((f) => {
+        const value = f.header(name);
+        return value !== undefined && pattern.test(value)
+          ? undefined
+          : `header ${name} was ${JSON.stringify(value ?? null)}, expected to match /${condition.matches}/`;
+      });
+    }
+  }
+  const patients = many(spec.patient);
+  if (patients) {
+    predicates.push((f) => {
+      const keys = f.patientKeys();
+      return patients.some((p) => keys.includes(p))
+        ? undefined
+        : `patient was ${keys.length > 0 ? keys.join(", ") : "not named"}, expected ${patients.join(" or ")}`;
+    });
+  }
+  for (const expression of many(spec.fhirpath) ?? []) {
+    const compiled = compilePath(expression);
+    if (!compiled.ok) {
+      problems.push(`${fhirpathName} "${expression}" is not a valid FHIRPath expression: ${compiled.reason}`);
+      continue;
+    }
+    const evaluate: CompiledPath = compiled.evaluate;
+    predicates.push((f) => {
+      const bundle = f.bundle();
+      if (!bundle) return "the request carried no readable message Bundle";
+      const result = test(evaluate, bundle);
+      if (result.error) return `${fhirpathName} ${JSON.stringify(expression)} failed to evaluate: ${result.error}`;
+      return result.holds ? undefined : `${fhirpathName} ${JSON.stringify(expression)} is false for the request Bundle`;
+    });
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  return {
+    ok: true,
+    matcher: {
+      operations,
+      matches: (facts) => predicates.every((p) => p(facts) === undefined),
+      mismatches: (facts) => predicates.flatMap((p) => p(facts) ?? []),
+    },
+  };
+}

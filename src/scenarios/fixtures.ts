@@ -1,0 +1,79 @@
+import type { Patient, Reference, Resource } from "fhir/r4.js";
+import { stableUuid } from "../fhir/ids.js";
+import { generateProfile } from "../generate/patient-profile.js";
+import { patientReference } from "../handlers/profile-records.js";
+import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import { identityOfPatient } from "../store/patient-identity.js";
+import type { SandboxStore } from "../store/sandbox-store.js";
+import type { LoadedScenario } from "./load.js";
+
+export interface FixtureTargets {
+  store: SandboxStore;
+  pharmacies: PharmacyRegistry;
+  seed: string;
+  emiratesIdSystem: string;
+}
+
+/** Where each fixture list's records name their patient. */
+const LISTS = [
+  ["allergies", "patient"],
+  ["history", "subject"],
+  ["measurements", "subject"],
+  ["tasks", "for"],
+] as const;
+
+/**
+ * Loads the fixtures of scenario files into the store and the pharmacy
+ * registry. A fixture patient keeps what the file gives; missing
+ * demographics (and an Emirates ID) are generated from its first key, and
+ * `generated: true` adds the generated clinical profile as well.
+ */
+export function applyFixtures(scenarios: readonly LoadedScenario[], targets: FixtureTargets): void {
+  for (const { scenario } of scenarios) {
+    for (const fixture of scenario.fixtures?.patients ?? []) {
+      const given = fixture.patient as unknown as Patient;
+      const identity = identityOfPatient(given);
+      const key = identity.keys[0] ?? stableUuid(targets.seed, JSON.stringify(given));
+      const profile = generateProfile(targets.seed, key, identity.given, targets.emiratesIdSystem);
+      const patient = targets.store.putPatient(
+        { ...profile.patient, id: given.id ?? profile.patient.id },
+        identity.keys,
+      );
+      const patientId = patient.id as string;
+      if (fixture.generated) {
+        for (const r of [
+          ...profile.allergies,
+          ...profile.conditions,
+          ...profile.procedures,
+          ...profile.observations,
+          ...profile.tasks,
+        ]) {
+          targets.store.putRecord({ ...r, ...refTo(r, patient) }, patientId);
+        }
+      }
+      for (const [list, field] of LISTS) {
+        (fixture[list] ?? []).forEach((record, i) => {
+          const resource = record as unknown as Resource;
+          const id = resource.id ?? stableUuid(targets.seed, key, list, String(i));
+          targets.store.putRecord({ ...resource, id, [field]: patientReference(patient) } as Resource, patientId);
+        });
+      }
+    }
+    for (const p of scenario.fixtures?.pharmacies ?? []) {
+      targets.pharmacies.put({
+        licence: p.licence,
+        name: p.name,
+        endpoint: p.endpoint,
+        headers: p.headers ?? {},
+        source: "fixture",
+      });
+    }
+  }
+}
+
+/** Generated records point at the generated id; a fixture may give its own. */
+function refTo(resource: Resource, patient: Patient): Record<string, Reference> {
+  const field =
+    resource.resourceType === "AllergyIntolerance" ? "patient" : resource.resourceType === "Task" ? "for" : "subject";
+  return { [field]: patientReference(patient) };
+}

@@ -1,0 +1,145 @@
+import type { Locate, YamlProblem } from "../config/yaml-file.js";
+import { compileMatcher, type Matcher, type MatcherSpec } from "../matching/matcher.js";
+import type { ResponseSpec, RuleSpec } from "./schema.js";
+import { compileTemplate, type Render } from "./template.js";
+
+/** A scripted response, its templates compiled once. */
+export interface CompiledResponse {
+  spec: ResponseSpec;
+  /** Milliseconds to wait before answering, drawn from the spec's delay. */
+  delayMs(random: () => number): number;
+  /** Renders `outcome`, `resources`, `body` and `headers` for one answer. */
+  render: Render;
+}
+
+/** A rule ready for matching. */
+export interface CompiledRule {
+  /** Stable within a load: file and position, e.g. scenarios/magic.yaml#3. */
+  id: string;
+  name: string;
+  source: string;
+  line: number;
+  matcher: Matcher;
+  times: number | undefined;
+  responses: CompiledResponse[];
+  sequence: boolean;
+  afterSequence: "repeat-last" | "fall-through";
+}
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000 } as const;
+
+export function durationMs(value: number | string): number {
+  if (typeof value === "number") return value;
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(value);
+  return m ? Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]) : 0;
+}
+
+function compileResponse(
+  spec: ResponseSpec,
+  at: ReadonlyArray<string | number>,
+  locate: Locate,
+  problems: YamlProblem[],
+) {
+  const { delay } = spec;
+  let min = 0;
+  let max = 0;
+  if (delay !== undefined) {
+    if (typeof delay === "object") {
+      min = durationMs(delay.min);
+      max = durationMs(delay.max);
+      if (max < min) problems.push(locate([...at, "delay"], "delay.max must not be below delay.min"));
+    } else {
+      min = max = durationMs(delay);
+    }
+  }
+  const template = compileTemplate({
+    outcome: spec.outcome,
+    resources: spec.resources,
+    body: spec.body,
+    headers: spec.headers,
+  });
+  for (const problem of template.problems) problems.push(locate(at, problem));
+  return {
+    spec,
+    delayMs: (random: () => number) => (max === min ? min : Math.round(min + random() * (max - min))),
+    render: template.render,
+  };
+}
+
+/**
+ * Compiles a rule of a scenario file: its matcher (FHIRPath, patterns) and
+ * its responses' templates. Problems carry the file position of the rule.
+ */
+export function compileRule(
+  spec: RuleSpec,
+  where: { source: string; index: number; locate: Locate },
+): { rule?: CompiledRule; problems: YamlProblem[] } {
+  const at = ["rules", where.index];
+  const problems: YamlProblem[] = [];
+  const matcher = compileMatcher((spec.when ?? {}) as MatcherSpec);
+  if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when"], p));
+  const list = spec.sequence ?? (spec.respond ? [spec.respond] : []);
+  const responses = list.map((r, i) =>
+    compileResponse(r, spec.sequence ? [...at, "sequence", i] : [...at, "respond"], where.locate, problems),
+  );
+  if (!matcher.ok || problems.length > 0) return { problems };
+  const line = where.locate(at, "").line;
+  return {
+    rule: {
+      id: `${where.source}#${where.index + 1}`,
+      name: spec.name ?? `${where.source}#${where.index + 1}`,
+      source: where.source,
+      line,
+      matcher: matcher.matcher,
+      times: spec.times,
+      responses,
+      sequence: spec.sequence !== undefined,
+      afterSequence: spec.afterSequence ?? "repeat-last",
+    },
+    problems,
+  };
+}
+
+/**
+ * Rules indexed by operation, in their overall order: a message only meets
+ * the rules of its own operation and the rules that name none, so matching
+ * cost does not grow with other operations' rules.
+ */
+export class RuleSet {
+  readonly #byOperation = new Map<string, Array<{ order: number; rule: CompiledRule }>>();
+  readonly #anyOperation: Array<{ order: number; rule: CompiledRule }> = [];
+
+  constructor(readonly rules: readonly CompiledRule[]) {
+    rules.forEach((rule, order) => {
+      const ops = rule.matcher.operations;
+      if (!ops) {
+        this.#anyOperation.push({ order, rule });
+        return;
+      }
+      for (const op of ops) {
+        const list = this.#byOperation.get(op) ?? [];
+        list.push({ order, rule });
+        this.#byOperation.set(op, list);
+      }
+    });
+  }
+
+  /** The rules a message of this operation can match, in order. */
+  *candidates(operation: string | null): Generator<CompiledRule> {
+    const own = (operation !== null && this.#byOperation.get(operation)) || [];
+    const any = this.#anyOperation;
+    let i = 0;
+    let j = 0;
+    while (i < own.length || j < any.length) {
+      const a = own[i];
+      const b = any[j];
+      if (b === undefined || (a !== undefined && a.order < b.order)) {
+        i++;
+        yield (a as { rule: CompiledRule }).rule;
+      } else {
+        j++;
+        yield b.rule;
+      }
+    }
+  }
+}

@@ -1,0 +1,167 @@
+import { existsSync, type FSWatcher, watch } from "node:fs";
+import type { YamlProblem } from "../config/yaml-file.js";
+import type { RequestFacts } from "../matching/matcher.js";
+import { type LoadedScenario, loadScenarioFolder, loadScenarioText } from "./load.js";
+import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+
+/** A rule that answers a message, with the response it gives this time. */
+export interface Scripted {
+  rule: CompiledRule;
+  response: CompiledResponse;
+  /** How many times the rule has answered, this one included. */
+  hit: number;
+}
+
+export interface ScenarioEvents {
+  /** The folder was (re)loaded; `problems` is empty when the new set is serving. */
+  onLoad(result: { ok: boolean; problems: YamlProblem[] }): void;
+}
+
+interface Counter {
+  matched: number;
+  answered: number;
+}
+
+/**
+ * The loaded scenarios: rules from the folder and rules added at run time,
+ * their counters, and the decision which rule answers a message. Rules added
+ * at run time come first, in the order added; then the folder's, in file order.
+ */
+export class Scenarios {
+  #folder: LoadedScenario[] = [];
+  #runtime: LoadedScenario[] = [];
+  #rules = new RuleSet([]);
+  #counters = new WeakMap<CompiledRule, Counter>();
+  #problems: YamlProblem[] = [];
+  #loadedAt: Date | undefined;
+  #runtimeCount = 0;
+
+  constructor(
+    readonly folder: string | undefined,
+    private readonly deps: { now(): Date; events?: ScenarioEvents },
+  ) {}
+
+  /** Loads the folder; on problems the previous set keeps serving. */
+  reload(): { ok: boolean; problems: YamlProblem[] } {
+    if (this.folder === undefined) return { ok: true, problems: [] };
+    const load = loadScenarioFolder(this.folder);
+    const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
+    if (load.ok) {
+      this.#folder = load.scenarios;
+      this.#loadedAt = this.deps.now();
+      this.#rebuild();
+    }
+    this.#problems = result.problems;
+    this.deps.events?.onLoad(result);
+    return result;
+  }
+
+  /** Adds a scenario document (YAML or JSON) at run time. */
+  add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
+    const source = `runtime-${++this.#runtimeCount}`;
+    const load = loadScenarioText(text, source);
+    if (!load.ok) return load;
+    const [scenario] = load.scenarios as [LoadedScenario];
+    this.#runtime.push(scenario);
+    this.#rebuild();
+    return { ok: true, scenario };
+  }
+
+  /** Removes every rule added at run time. */
+  clearRuntime(): number {
+    const n = this.#runtime.reduce((sum, s) => sum + s.rules.length, 0);
+    this.#runtime = [];
+    this.#rebuild();
+    return n;
+  }
+
+  #rebuild(): void {
+    this.#rules = new RuleSet([...this.#runtime, ...this.#folder].flatMap((s) => s.rules));
+  }
+
+  /** Every loaded scenario, runtime ones first: their fixtures are applied in this order. */
+  get scenarios(): readonly LoadedScenario[] {
+    return [...this.#runtime, ...this.#folder];
+  }
+
+  resetCounters(): void {
+    this.#counters = new WeakMap();
+  }
+
+  #counter(rule: CompiledRule): Counter {
+    let c = this.#counters.get(rule);
+    if (!c) {
+      c = { matched: 0, answered: 0 };
+      this.#counters.set(rule, c);
+    }
+    return c;
+  }
+
+  /**
+   * The first rule that matches and still answers. A rule past its `times`,
+   * or whose sequence is used up with `fall-through`, counts the match and
+   * lets the next rules (and finally the built-in behaviour) answer.
+   */
+  decide(facts: RequestFacts): Scripted | undefined {
+    for (const rule of this.#rules.candidates(facts.operation)) {
+      if (!rule.matcher.matches(facts)) continue;
+      const counter = this.#counter(rule);
+      counter.matched++;
+      if (rule.times !== undefined && counter.answered >= rule.times) continue;
+      let turn = counter.answered;
+      if (turn >= rule.responses.length) {
+        if (rule.afterSequence === "fall-through") continue;
+        turn = rule.responses.length - 1;
+      }
+      counter.answered++;
+      return { rule, response: rule.responses[turn] as CompiledResponse, hit: counter.answered };
+    }
+    return undefined;
+  }
+
+  /** What GET /__admin/scenarios shows. */
+  view() {
+    return {
+      folder: this.folder ?? null,
+      loadedAt: this.#loadedAt?.toISOString() ?? null,
+      problems: this.#problems,
+      files: this.scenarios.map((s) => ({ source: s.source, name: s.scenario.name ?? null, rules: s.rules.length })),
+      rules: this.#rules.rules.map((r) => {
+        const c = this.#counters.get(r) ?? { matched: 0, answered: 0 };
+        return {
+          id: r.id,
+          name: r.name,
+          source: r.source,
+          line: r.line,
+          operations: r.matcher.operations ?? null,
+          times: r.times ?? null,
+          responses: r.responses.length,
+          matched: c.matched,
+          answered: c.answered,
+        };
+      }),
+    };
+  }
+
+  /**
+   * Reloads when a file under the folder changes (debounced, so an editor's
+   * save of several writes reloads once). Returns a function that stops it.
+   */
+  watch(debounceMs = 100): () => void {
+    if (this.folder === undefined || !existsSync(this.folder)) return () => undefined;
+    let timer: NodeJS.Timeout | undefined;
+    let watcher: FSWatcher | undefined;
+    try {
+      watcher = watch(this.folder, { recursive: true }, () => {
+        clearTimeout(timer);
+        timer = setTimeout(() => this.reload(), debounceMs);
+      });
+    } catch {
+      return () => undefined;
+    }
+    return () => {
+      clearTimeout(timer);
+      watcher?.close();
+    };
+  }
+}

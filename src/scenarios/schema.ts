@@ -1,0 +1,206 @@
+import { z } from "zod";
+
+/**
+ * The scenario file format, as one schema: it validates files, types the
+ * loader, and is emitted as the JSON Schema editors use
+ * (`uae-fhir-sandbox schema > scenarios/scenario.schema.json`).
+ */
+
+const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
+
+/** Milliseconds, or a string with a unit: "250ms", "2s", "1.5m". */
+export const durationSchema = z
+  .union([z.number().int().min(0), z.string().regex(/^\d+(\.\d+)?(ms|s|m)$/, 'a duration such as 500, "250ms", "2s"')])
+  .describe('milliseconds, or a string with a unit: "250ms", "2s", "1m"');
+
+const delaySchema = z
+  .union([durationSchema, z.object({ min: durationSchema, max: durationSchema }).strict()])
+  .describe("wait this long before answering: a duration, or {min, max} for a random one in between");
+
+const headerConditionSchema = z.union([
+  z.string().describe("the header's exact value"),
+  z.object({ matches: z.string().describe("a regular expression the value must match") }).strict(),
+  z.object({ absent: z.literal(true) }).strict(),
+]);
+
+export const whenSchema = z
+  .object({
+    operation: oneOrMany(z.string().min(1))
+      .optional()
+      .describe("operation id(s), e.g. add-allergy (see GET /__admin/operations)"),
+    path: oneOrMany(z.string().startsWith("/")).optional().describe("message path(s) without the base path"),
+    headers: z
+      .record(z.string(), headerConditionSchema)
+      .optional()
+      .describe("request headers (names case-insensitive)"),
+    patient: oneOrMany(z.string().min(1))
+      .optional()
+      .describe("patient key(s): system|value of an identifier, or an id, of a patient the message is about"),
+    fhirpath: oneOrMany(z.string().min(1))
+      .optional()
+      .describe("FHIRPath expression(s) over the request Bundle that must all be true"),
+  })
+  .strict()
+  .describe("every condition given must hold; none given matches every message");
+
+const issueCodes = [
+  "invalid",
+  "structure",
+  "required",
+  "value",
+  "invariant",
+  "security",
+  "login",
+  "not-found",
+  "not-supported",
+  "too-costly",
+  "business-rule",
+  "conflict",
+  "duplicate",
+  "processing",
+  "exception",
+  "timeout",
+  "transient",
+] as const;
+
+const resourceSchema = z
+  .object({ resourceType: z.string().min(1) })
+  .catchall(z.unknown())
+  .describe("a FHIR resource; string values may hold {{ templates }}");
+
+export const outcomeSchema = z
+  .object({
+    code: z
+      .enum(issueCodes)
+      .optional()
+      .describe("FHIR issue type; default business-rule (transient for transient errors)"),
+    severity: z.enum(["fatal", "error", "warning", "information"]).optional(),
+    diagnostics: z.string().min(1).describe("what is wrong and how to fix it; may hold {{ templates }}"),
+    expression: oneOrMany(z.string()).optional().describe("FHIRPath(s) into the request Bundle"),
+    response: z
+      .enum(["fatal-error", "transient-error", "none"])
+      .optional()
+      .describe(
+        "fatal-error or transient-error: a response message with this OperationOutcome; none: a bare OperationOutcome (not processed). Default: transient-error for 5xx and 429, else fatal-error",
+      ),
+  })
+  .strict();
+
+export const faults = ["connection-reset", "empty-body", "malformed-json", "timeout"] as const;
+
+const ANSWERS = ["outcome", "resources", "body", "fault", "builtIn"] as const;
+
+export const responseSchema = z
+  .object({
+    description: z.string().optional(),
+    status: z.number().int().min(200).max(599).optional().describe("HTTP status"),
+    headers: z.record(z.string(), z.string()).optional().describe("extra response headers"),
+    delay: delaySchema.optional(),
+    outcome: outcomeSchema.optional().describe("answer with an OperationOutcome, in a response message or bare"),
+    resources: z
+      .array(resourceSchema)
+      .optional()
+      .describe("answer with an ok response message (correlated to the request) carrying these resources"),
+    body: z.unknown().optional().describe("answer with exactly this JSON body (templated)"),
+    fault: z
+      .enum(faults)
+      .optional()
+      .describe("connection-reset, empty-body, malformed-json, or timeout (no answer until the client gives up)"),
+    builtIn: z.literal(true).optional().describe("let the built-in behaviour answer; the rule adds delay and headers"),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    const given = ANSWERS.filter((k) => r[k] !== undefined);
+    if (given.length !== 1) {
+      ctx.addIssue({
+        code: "custom",
+        message:
+          given.length === 0
+            ? `a response needs one of ${ANSWERS.join(", ")}`
+            : `a response takes only one of ${ANSWERS.join(", ")}; found ${given.join(" and ")}`,
+      });
+    }
+  });
+
+export const ruleSchema = z
+  .object({
+    name: z.string().min(1).optional().describe("shown in GET /__admin/scenarios and in the journal"),
+    description: z.string().optional(),
+    when: whenSchema.optional(),
+    times: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe("answer this many times, then let later rules or the built-in behaviour answer"),
+    respond: responseSchema.optional().describe("the response"),
+    sequence: z.array(responseSchema).min(1).optional().describe("responses returned in turn, one per matching call"),
+    afterSequence: z
+      .enum(["repeat-last", "fall-through"])
+      .optional()
+      .describe("when the sequence is used up: repeat its last response (default), or fall through"),
+  })
+  .strict()
+  .superRefine((r, ctx) => {
+    if ((r.respond === undefined) === (r.sequence === undefined)) {
+      ctx.addIssue({ code: "custom", message: "a rule needs exactly one of respond or sequence" });
+    }
+  });
+
+const patientFixtureSchema = z
+  .object({
+    patient: resourceSchema.describe(
+      "the Patient: identifiers (its keys), name, gender, birthDate…; missing demographics are generated",
+    ),
+    generated: z.boolean().optional().describe("also give it a generated clinical profile (default false)"),
+    allergies: z.array(resourceSchema).optional(),
+    history: z.array(resourceSchema).optional().describe("Condition and Procedure resources"),
+    measurements: z.array(resourceSchema).optional().describe("Observation resources"),
+    tasks: z.array(resourceSchema).optional(),
+  })
+  .strict();
+
+const pharmacyFixtureSchema = z
+  .object({
+    licence: z.string().min(1).describe("the pharmacy licence: its Organization identifier value"),
+    name: z.string().optional(),
+    endpoint: z
+      .string()
+      .regex(/^https?:\/\/\S+$/, "an http:// or https:// URL")
+      .optional()
+      .describe("rest-hook endpoint that receives pushes"),
+    headers: z.record(z.string(), z.string()).optional().describe("headers sent with every push"),
+  })
+  .strict();
+
+export const scenarioFileSchema = z
+  .object({
+    name: z.string().optional(),
+    description: z.string().optional(),
+    fixtures: z
+      .object({
+        patients: z.array(patientFixtureSchema).optional(),
+        pharmacies: z.array(pharmacyFixtureSchema).optional(),
+      })
+      .strict()
+      .optional()
+      .describe("loaded into the sandbox on start and on POST /__admin/reset"),
+    rules: z.array(ruleSchema).optional().describe("ordered: the first rule that matches answers"),
+  })
+  .strict();
+
+export type ScenarioFile = z.infer<typeof scenarioFileSchema>;
+export type RuleSpec = z.infer<typeof ruleSchema>;
+export type ResponseSpec = z.infer<typeof responseSchema>;
+export type OutcomeSpec = z.infer<typeof outcomeSchema>;
+export type PatientFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["patients"]>[number];
+export type PharmacyFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["pharmacies"]>[number];
+export type Fault = (typeof faults)[number];
+
+/** The JSON Schema of scenario files, for editors (yaml-language-server) and CI. */
+export function scenarioJsonSchema(): Record<string, unknown> {
+  return {
+    ...z.toJSONSchema(scenarioFileSchema, { target: "draft-2020-12", unrepresentable: "any" }),
+    title: "uae-fhir-sandbox scenario file",
+  };
+}

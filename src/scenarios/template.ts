@@ -1,0 +1,149 @@
+import { base, en, Faker } from "@faker-js/faker";
+import { compilePath } from "../fhir/fhirpath.js";
+
+/**
+ * Templates in scenario responses: `{{ expression }}` inside any string.
+ * Expressions are looked up, never evaluated as code:
+ *
+ *   request.messageId | request.event | request.operation | request.path |
+ *   request.source | request.headers.<name> | patient.key | rule.name | rule.hit
+ *   uuid() | now() | fhirpath('<FHIRPath over the request Bundle>') | faker('<module>.<method>')
+ *
+ * A string that is exactly one template takes the expression's value as is
+ * (a FHIRPath can yield a number or an object); otherwise values are joined
+ * into the string.
+ */
+export interface TemplateContext {
+  values: Record<string, unknown>;
+  bundle: Record<string, unknown> | undefined;
+  newId(): string;
+  now(): Date;
+}
+
+type Part = (ctx: TemplateContext) => unknown;
+export type Render = (ctx: TemplateContext) => unknown;
+
+const TEMPLATE = /\{\{\s*(.*?)\s*\}\}/g;
+const CALL = /^([a-z]+)\(\s*(?:'([^']*)'|"([^"]*)")?\s*\)$/;
+const PATH = /^[A-Za-z][\w-]*(\.[A-Za-z][\w-]*)*$/;
+const FAKER_MODULES = new Set([
+  "person",
+  "location",
+  "phone",
+  "internet",
+  "number",
+  "string",
+  "date",
+  "lorem",
+  "company",
+  "commerce",
+]);
+
+const faker = new Faker({ locale: [en, base] });
+
+function compileExpression(source: string): { ok: true; part: Part } | { ok: false; problem: string } {
+  const call = CALL.exec(source);
+  if (call) {
+    const [, name, single, double] = call;
+    const arg = single ?? double;
+    switch (name) {
+      case "uuid":
+        return { ok: true, part: (ctx) => ctx.newId() };
+      case "now":
+        return { ok: true, part: (ctx) => ctx.now().toISOString() };
+      case "fhirpath": {
+        const compiled = arg === undefined ? undefined : compilePath(arg);
+        if (!compiled?.ok)
+          return { ok: false, problem: `fhirpath('…') needs a valid FHIRPath: ${compiled?.reason ?? "none given"}` };
+        return {
+          ok: true,
+          part: (ctx) => {
+            if (!ctx.bundle) return null;
+            const result = compiled.evaluate(ctx.bundle);
+            return result.length === 0 ? null : result.length === 1 ? result[0] : result;
+          },
+        };
+      }
+      case "faker": {
+        const [module, method, extra] = (arg ?? "").split(".");
+        const fn =
+          module && method
+            ? (faker as unknown as Record<string, Record<string, unknown>>)[module]?.[method]
+            : undefined;
+        if (!module || !FAKER_MODULES.has(module) || extra !== undefined || typeof fn !== "function") {
+          return {
+            ok: false,
+            problem: `faker('${arg ?? ""}') is not a faker generator; use module.method with module one of ${[...FAKER_MODULES].join(", ")}, e.g. faker('person.fullName')`,
+          };
+        }
+        return {
+          ok: true,
+          part: () => (fn as () => unknown).call((faker as unknown as Record<string, unknown>)[module]),
+        };
+      }
+    }
+    return { ok: false, problem: `unknown function ${name}(); known: uuid(), now(), fhirpath('…'), faker('…')` };
+  }
+  if (PATH.test(source)) {
+    const [root] = source.split(".");
+    if (root !== "request" && root !== "patient" && root !== "rule") {
+      return { ok: false, problem: `unknown value "${source}"; values start with request., patient. or rule.` };
+    }
+    const steps = source.split(".");
+    return {
+      ok: true,
+      part: (ctx) => {
+        let value: unknown = ctx.values;
+        for (const step of steps)
+          value = value && typeof value === "object" ? (value as Record<string, unknown>)[step] : undefined;
+        return value ?? null;
+      },
+    };
+  }
+  return { ok: false, problem: `"${source}" is not a template expression` };
+}
+
+function compileString(text: string): { render: Render; problems: string[] } {
+  const problems: string[] = [];
+  const pieces: Array<string | Part> = [];
+  let last = 0;
+  for (const match of text.matchAll(TEMPLATE)) {
+    pieces.push(text.slice(last, match.index));
+    const compiled = compileExpression(match[1] ?? "");
+    if (compiled.ok) pieces.push(compiled.part);
+    else problems.push(`{{ ${match[1]} }}: ${compiled.problem}`);
+    last = (match.index ?? 0) + match[0].length;
+  }
+  if (pieces.length === 0) return { render: () => text, problems };
+  pieces.push(text.slice(last));
+  const whole = pieces.length === 3 && pieces[0] === "" && pieces[2] === "" ? (pieces[1] as Part) : undefined;
+  if (whole) return { render: whole, problems };
+  return {
+    render: (ctx) =>
+      pieces
+        .map((p) => {
+          if (typeof p === "string") return p;
+          const v = p(ctx);
+          return v === null || v === undefined ? "" : typeof v === "object" ? JSON.stringify(v) : String(v);
+        })
+        .join(""),
+    problems,
+  };
+}
+
+/** Compiles every template in a YAML value once; `render` builds a fresh copy per answer. */
+export function compileTemplate(value: unknown): { render: Render; problems: string[] } {
+  if (typeof value === "string") return compileString(value);
+  if (Array.isArray(value)) {
+    const items = value.map(compileTemplate);
+    return { render: (ctx) => items.map((i) => i.render(ctx)), problems: items.flatMap((i) => i.problems) };
+  }
+  if (value !== null && typeof value === "object") {
+    const entries = Object.entries(value).map(([k, v]) => [k, compileTemplate(v)] as const);
+    return {
+      render: (ctx) => Object.fromEntries(entries.map(([k, t]) => [k, t.render(ctx)])),
+      problems: entries.flatMap(([, t]) => t.problems),
+    };
+  }
+  return { render: () => value, problems: [] };
+}
