@@ -6,15 +6,20 @@ import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import { builtInHandlers } from "./handlers/built-in.js";
+import { drugOrderHandlers } from "./handlers/drug-orders.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
+import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
+import { ScheduledPushes } from "./orders/scheduled-pushes.js";
 import { type Answer, createMessagePipeline } from "./pipeline/process-message.js";
 import { ReplayCache } from "./pipeline/replay-cache.js";
+import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { applyFixtures } from "./scenarios/fixtures.js";
@@ -28,14 +33,17 @@ export interface Logger {
   error(message: string, error?: unknown): void;
 }
 
-/** Everything from outside the sandbox: time, ids, logging, handlers. Replace any of them in tests. */
+/** Everything from outside the sandbox: time, ids, randomness, outbound HTTP, logging. Replace any of them in tests. */
 export interface SandboxDeps {
   now(): Date;
   monotonic(): number;
   newId(): string;
-  /** Uniform in [0, 1): delay ranges. */
+  /** Uniform in [0, 1): delay ranges, retry jitter. */
   random(): number;
+  /** Outbound HTTP for pushes to pharmacies. */
+  fetch: typeof fetch;
   logger: Logger;
+  /** Handlers that replace built-in ones, by operation id. */
   handlers: HandlerTable;
 }
 
@@ -44,11 +52,12 @@ export const defaultDeps = (): SandboxDeps => ({
   monotonic: () => performance.now(),
   newId: () => randomUUID(),
   random: Math.random,
+  fetch: (input, init) => fetch(input, init),
   logger: {
     info: (m) => console.log(m),
     error: (m, e) => console.error(m, e),
   },
-  handlers: builtInHandlers,
+  handlers: {},
 });
 
 /** Budget of body text the journal holds, whatever the call count (about 256 MiB of UTF-16). */
@@ -66,7 +75,12 @@ export interface SandboxApp {
   options: SandboxOptions;
   /** State back to fixtures, journal and counters cleared. */
   reset(): void;
-  /** Stops watching the scenarios folder. */
+  orders: OrderWorkflow;
+  /** Loads the fixtures of scenarios added at run time. */
+  applyFixtures(scenarios: readonly LoadedScenario[]): void;
+  /** The URL pushes name as their source, unless --public-url fixed it (the server sets it once listening). */
+  setPublicUrl(url: string): void;
+  /** Stops watching the scenarios folder, scheduled pushes and order timers. */
   close(): void;
 }
 
@@ -88,7 +102,12 @@ export function createApp(
   const startedAt = deps.now();
 
   const events = new SandboxEvents();
-  const journal = new Journal({ maxCalls: options.journalLimit, maxChars: JOURNAL_MAX_CHARS }, events);
+  const journal = new Journal(
+    { maxCalls: options.journalLimit, maxChars: JOURNAL_MAX_CHARS },
+    events,
+    options.journalFile ? nextIdAfter(options.journalFile) : 1,
+  );
+  const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   const replays = new ReplayCache<Answer>(options.journalLimit);
   const store = new SandboxStore({
@@ -115,18 +134,60 @@ export function createApp(
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
   const fixturesOf = (list: readonly LoadedScenario[]) =>
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
-  const loadFixtures = () => fixturesOf(scenarios.scenarios);
+  const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
-  const pipeline = createMessagePipeline(options, { ...deps, catalogue, replays, store, scenarios });
+  let publicUrl = options.publicUrl ?? "http://localhost:8080";
+  const dispatcher = new PushDispatcher(
+    {
+      timeoutMs: options.pushTimeoutMs,
+      attempts: options.pushAttempts,
+      concurrency: options.pushConcurrency,
+      backoffMs: options.pushBackoffMs,
+      allow: options.pushAllow,
+    },
+    { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
+  );
+  const workflow = new OrderWorkflow({
+    seed: options.seed,
+    emiratesIdSystem: options.emiratesIdSystem,
+    confirmDeadlineMs: options.confirmDeadlineMs,
+    allocation: options.allocation,
+    now: deps.now,
+    newId: deps.newId,
+    store,
+    pharmacies,
+    dispatcher,
+    events,
+    publicUrl: () => publicUrl,
+  });
+  const pushes = new ScheduledPushes(workflow, deps.logger);
+  const handlers: HandlerTable = {
+    ...builtInHandlers,
+    ...drugOrderHandlers({
+      workflow,
+      pharmacies,
+      pushAllow: options.pushAllow,
+      onSubscribed: (licence) => pushes.subscribed(licence),
+    }),
+    ...deps.handlers,
+  };
+  const pipeline = createMessagePipeline(
+    { ...options, proxy: options.proxy !== undefined },
+    { ...deps, handlers, catalogue, replays, store, scenarios },
+  );
 
   const reset = () => {
+    pushes.stop();
+    workflow.clear();
     journal.clear();
     replays.clear();
     store.clear();
     pharmacies.clear();
     loadFixtures();
     scenarios.resetCounters();
+    pushes.start(scenarios.scenarios);
   };
+  pushes.start(scenarios.scenarios);
   const stopWatching = options.watch ? scenarios.watch() : () => undefined;
 
   const app = new Hono<EdgeEnv>();
@@ -140,6 +201,7 @@ export function createApp(
       scenarios,
       pharmacies,
       applyFixtures: fixturesOf,
+      workflow,
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
@@ -151,7 +213,7 @@ export function createApp(
   );
   const record = recordCalls({ events, now: deps.now, monotonic: deps.monotonic });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
-  mountMessageRoutes(app, catalogue.paths, options, pipeline);
+  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch);
 
   app.notFound((c) =>
     outcomeResponse(c, 404, [
@@ -184,7 +246,17 @@ export function createApp(
     scenarios,
     pharmacies,
     options,
+    orders: workflow,
     reset,
-    close: stopWatching,
+    applyFixtures: fixturesOf,
+    setPublicUrl: (url: string) => {
+      if (options.publicUrl === undefined) publicUrl = url;
+    },
+    close: () => {
+      journalFile?.close();
+      stopWatching();
+      pushes.stop();
+      workflow.clear();
+    },
   };
 }

@@ -1,6 +1,7 @@
 import { EventEmitter } from "node:events";
 import type { YamlProblem } from "./config/yaml-file.js";
 import type { CallDraft, CallRecord } from "./journal/call-record.js";
+import type { Order } from "./orders/order.js";
 
 /** Lifecycle events of the sandbox; observers (the journal, waiters) subscribe, the request path only emits. */
 export interface SandboxEventMap {
@@ -8,6 +9,8 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
+  "order:updated": [Order];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }

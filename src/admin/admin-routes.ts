@@ -10,13 +10,17 @@ import { readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
 import { redactHeaders } from "../journal/redact.js";
-import { compileExpectation, expectationSchema, type Verification } from "../journal/verify.js";
+import { compileExpectation, expectationSchema } from "../journal/verify.js";
+import { waitUntil } from "../journal/wait.js";
+import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { Scenarios } from "../scenarios/scenarios.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import { adminAuth } from "./auth.js";
+import { mountOrderRoutes } from "./order-routes.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
@@ -27,6 +31,7 @@ export interface AdminDeps {
   pharmacies: PharmacyRegistry;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
+  workflow: OrderWorkflow;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
@@ -114,6 +119,32 @@ export function adminRoutes(deps: AdminDeps): Hono {
     return c.json({ calls: deps.journal.list(query.data as CallFilter).map(callView) });
   });
 
+  admin.get("/calls/export", (c) => {
+    const format = c.req.query("format") ?? "ndjson";
+    if (format === "scenario") {
+      // The in-memory journal as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
+      const exporter = new ScenarioExporter();
+      for (const call of deps.journal.list()) exporter.add(callView(call));
+      const from = `the in-memory journal of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario)`;
+      return c.body(exporter.toYaml({ from, at: deps.now() }), 200, {
+        "content-type": "application/yaml; charset=utf-8",
+      });
+    }
+    if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
+    const calls = deps.journal.list();
+    const encoder = new TextEncoder();
+    let i = 0;
+    // One line per call, produced as the client reads, so a full journal is never one big string.
+    const stream = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const call = calls[i++];
+        if (call) controller.enqueue(encoder.encode(`${JSON.stringify(callView(call))}\n`));
+        else controller.close();
+      },
+    });
+    return c.body(stream, 200, { "content-type": "application/x-ndjson; charset=utf-8" });
+  });
+
   admin.delete("/calls", (c) => {
     const cleared = deps.journal.size;
     deps.journal.clear();
@@ -140,26 +171,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    // A client that gave up must not leave a waiter re-verifying the journal on every call until its deadline.
-    const signal = c.req.raw.signal;
-    const result = await new Promise<Verification>((resolve) => {
-      const first = e.verify();
-      if (first.ok || signal.aborted) return resolve(first);
-      const onRecorded = () => {
-        const now = e.verify();
-        if (now.ok) finish(now);
-      };
-      const timer = setTimeout(() => finish(e.verify()), e.timeoutMs ?? 5000);
-      const onAbort = () => finish(e.verify());
-      const finish = (v: Verification) => {
-        clearTimeout(timer);
-        deps.events.off("call:recorded", onRecorded);
-        signal.removeEventListener("abort", onAbort);
-        resolve(v);
-      };
-      deps.events.on("call:recorded", onRecorded);
-      signal.addEventListener("abort", onAbort);
-    });
+    const result = await waitUntil(deps.events, e.verify, e.timeoutMs ?? 5000, c.req.raw.signal);
     return c.json(result);
   });
 
@@ -222,9 +234,19 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.get("/pharmacies", (c) =>
     c.json({
-      pharmacies: deps.pharmacies.list().map((p) => ({ ...p, headers: redactHeaders(Object.entries(p.headers)) })),
+      pharmacies: deps.pharmacies.list().map((p) => ({
+        licence: p.licence,
+        name: p.name ?? null,
+        active: p.endpoint !== undefined,
+        endpoint: p.endpoint ?? null,
+        headers: redactHeaders(Object.entries(p.headers)),
+        source: p.source,
+        subscriptionId: p.subscription?.id ?? null,
+      })),
     }),
   );
+
+  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody });
 
   admin.post("/reset", (c) => {
     deps.reset();

@@ -1,7 +1,7 @@
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 
 /** How a flag's text becomes a value. */
-type Kind = "string" | "port" | "integer" | "size" | "boolean" | { oneOf: readonly string[] };
+type Kind = "string" | "port" | "integer" | "size" | "duration" | "list" | "boolean" | { oneOf: readonly string[] };
 
 export interface Flag {
   name: string;
@@ -51,6 +51,31 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("emirates-id-system", "string", DEFAULT_OPTIONS.emiratesIdSystem, "identifier system of generated Emirates IDs"),
   flag("scenarios", "string", "./scenarios", "folder (or file) of scenario YAML files; a missing folder means none"),
   flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
+  flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
+  flag(
+    "allocation",
+    { oneOf: ["first-confirmed", "best-at-deadline", "manual"] },
+    "first-confirmed",
+    "who gets an order: the first full confirmation, the best one at the deadline, or POST /__admin/orders/{id}/allocate",
+  ),
+  flag("push-timeout", "duration", "5s", "per-attempt timeout of a push to a pharmacy"),
+  flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
+  flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
+  flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
+  flag("public-url", "string", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
+  flag(
+    "journal-file",
+    "string",
+    undefined,
+    "append every recorded call to this NDJSON file as it completes; numbering continues across restarts",
+  ),
+  flag(
+    "proxy",
+    "string",
+    undefined,
+    "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
+  ),
 ];
 
 export interface ServeConfig {
@@ -79,6 +104,20 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
     const min = kind === "port" ? 0 : 1;
     if (!/^\d+$/.test(text) || n < min || n > max)
       throw bad(kind === "port" ? "a port from 0 to 65535" : "a positive integer");
+    return n;
+  }
+  if (kind === "list") {
+    return text
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean)
+      .join(",");
+  }
+  if (kind === "duration") {
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
+    if (!m) throw bad("a duration such as 60s, 1.5m or 500 (milliseconds)");
+    const n = Math.round(Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 } as const)[(m[2] ?? "ms") as "ms" | "s" | "m"]);
+    if (n < 1) throw bad("a duration of at least 1 ms");
     return n;
   }
   if (kind === "size") {
@@ -123,6 +162,16 @@ export function resolveServeConfig(
       emiratesIdSystem: v["emirates-id-system"] as string,
       scenarios: (v.scenarios as string | undefined) || undefined,
       watch: v.watch as boolean,
+      confirmDeadlineMs: v["confirm-deadline"] as number,
+      allocation: v.allocation as SandboxOptions["allocation"],
+      pushTimeoutMs: v["push-timeout"] as number,
+      pushAttempts: v["push-attempts"] as number,
+      pushConcurrency: v["push-concurrency"] as number,
+      pushBackoffMs: DEFAULT_OPTIONS.pushBackoffMs,
+      pushAllow: ((v["push-allow"] as string | undefined) ?? "").split(",").filter(Boolean),
+      publicUrl: (v["public-url"] as string | undefined) || undefined,
+      journalFile: (v["journal-file"] as string | undefined) || undefined,
+      proxy: (v.proxy as string | undefined) || undefined,
     },
   };
 }

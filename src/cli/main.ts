@@ -6,7 +6,10 @@ import { createApp } from "../app.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
+import { exportCommand } from "./export.js";
 import { flagsHelp, parseArgsOptions, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
+import { replayCommand } from "./replay.js";
+import { trigger } from "./trigger.js";
 import { validate } from "./validate.js";
 
 const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox of a UAE health-information exchange
@@ -16,6 +19,13 @@ Usage:
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
                                             exit 1 with file:line:column: message for each problem
   uae-fhir-sandbox schema                   print the JSON Schema of scenario files
+  uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
+                                            which pushes it to pharmacies; trigger order --help for its options
+  uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
+                                            recorded calls (--journal-file) → a scenario file; export --help
+  uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
+                                            re-send recorded calls, compare the answers; exit 1 on any
+                                            difference; replay --help for what is compared
   uae-fhir-sandbox --help                   this help
   uae-fhir-sandbox --version                the version
 
@@ -23,7 +33,7 @@ Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, patients, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
 Docs: README.md`;
 
 export interface CliIo {
@@ -37,6 +47,11 @@ export interface CliIo {
  * resolves once the server stopped on SIGTERM/SIGINT.
  */
 export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  // trigger has its own options (it is a client of a running sandbox, not a server).
+  if (argv[0] === "trigger") return trigger(argv.slice(1), io);
+  // export and replay read recorded calls; they have their own options too.
+  if (argv[0] === "export") return exportCommand(argv.slice(1), io);
+  if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
   // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
   const negated = new Set<string>();
   const args = argv.filter((arg) => {
@@ -95,9 +110,10 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
 
 async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): Promise<number> {
   const sandbox = createApp(config.sandbox, {
-    logger: { info: io.out, error: (m, e) => io.err(`${m}: ${String(e)}`) },
+    logger: { info: io.out, error: (m, e) => io.err(e === undefined ? m : `${m}: ${String(e)}`) },
   });
   const running = await startServer(sandbox, { port: config.port, host: config.host });
+  sandbox.setPublicUrl(running.url);
   io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
   io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
   io.out(`  admin:    ${running.url}/__admin/health`);

@@ -24,6 +24,26 @@ export interface SandboxOptions {
   scenarios: string | undefined;
   /** Reload scenarios when their files change. */
   watch: boolean;
+  /** Time a pharmacy has to confirm an order. */
+  confirmDeadlineMs: number;
+  /** Which confirming pharmacy gets the order. */
+  allocation: "first-confirmed" | "best-at-deadline" | "manual";
+  /** Per-attempt timeout of a push. */
+  pushTimeoutMs: number;
+  /** Attempts per push, the first included. */
+  pushAttempts: number;
+  /** Pushes in flight at once. */
+  pushConcurrency: number;
+  /** First retry backoff; doubles per retry, with jitter. */
+  pushBackoffMs: number;
+  /** Hosts pushes may go to (exact, *.domain, or *); empty allows any. */
+  pushAllow: string[];
+  /** Upstream base URL: messages no scenario rule answers are forwarded there and recorded. */
+  proxy: string | undefined;
+  /** Append every recorded call to this NDJSON file as it completes. */
+  journalFile: string | undefined;
+  /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
+  publicUrl: string | undefined;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -39,6 +59,16 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   emiratesIdSystem: "urn:ae:emirates-id",
   scenarios: undefined,
   watch: false,
+  confirmDeadlineMs: 60_000,
+  allocation: "first-confirmed",
+  pushTimeoutMs: 5_000,
+  pushAttempts: 3,
+  pushConcurrency: 32,
+  pushBackoffMs: 500,
+  pushAllow: [],
+  publicUrl: undefined,
+  journalFile: undefined,
+  proxy: undefined,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

@@ -47,12 +47,17 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
     customTags: [],
     uniqueKeys: true,
     prettyErrors: false,
+    // No YAML 1.1 tags either (!!binary would decode to a Buffer, !!set to a Set).
+    resolveKnownTags: false,
   });
   const at = (offset: number) => lineCounter.linePos(offset);
-  if (doc.errors.length > 0) {
+  // An unknown tag (!foo, !!js/function) is only a warning to the yaml library, which then reads it as a
+  // plain string: "no custom tags" means refusing the file, so warnings count as problems.
+  const parseProblems = [...doc.errors, ...doc.warnings];
+  if (parseProblems.length > 0) {
     return {
       ok: false,
-      problems: doc.errors.map((e) => {
+      problems: parseProblems.map((e) => {
         const { line, col } = at(e.pos[0]);
         return { file, line, column: col, message: e.message.split("\n")[0] ?? e.message };
       }),
@@ -60,10 +65,19 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   }
   let data: unknown;
   try {
-    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
+    // An empty or comments-only file is an empty document, not an error.
+    data = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT }) ?? {};
   } catch (error) {
     return { ok: false, problems: [{ file, line: 1, column: 1, message: (error as Error).message }] };
   }
+  /** Where the key `key` of the map at `path` is written, if it is. */
+  const keyOffset = (path: ReadonlyArray<string | number>, key: string | number): number | undefined => {
+    const parent = doc.getIn(path as never[], true);
+    const pair = isMap(parent)
+      ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === String(key))
+      : undefined;
+    return isScalar(pair?.key) && pair.key.range ? pair.key.range[0] : undefined;
+  };
   const locate: Locate = (path, message) => {
     // Point at the deepest node that exists on the path.
     let node: unknown;
@@ -75,10 +89,7 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
     let offset = isNode(node) && node.range ? node.range[0] : 0;
     // A block map/list under a key starts on the line after it: point at the key, where a reader looks.
     if (isCollection(node) && depth > 0) {
-      const parent = doc.getIn(path.slice(0, depth - 1) as never[], true);
-      const key = String(path[depth - 1]);
-      const pair = isMap(parent) ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === key) : undefined;
-      if (isScalar(pair?.key) && pair.key.range) offset = pair.key.range[0];
+      offset = keyOffset(path.slice(0, depth - 1), path[depth - 1] as string | number) ?? offset;
     }
     const { line, col } = at(offset);
     const where = path.length > 0 ? `${path.join(".")}: ` : "";
@@ -88,6 +99,17 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   if (parsed.success) return { ok: true, value: parsed.data, locate };
   return {
     ok: false,
-    problems: parsed.error.issues.map((i) => locate(i.path as Array<string | number>, i.message)),
+    problems: parsed.error.issues.flatMap((i) => {
+      const path = i.path as Array<string | number>;
+      if (i.code !== "unrecognized_keys") return [locate(path, i.message)];
+      // One problem per unknown key, at the key itself (a typo is found where it is written, not at its map).
+      return i.keys.map((key) => {
+        const problem = locate(path, `unknown key "${key}"`);
+        const offset = keyOffset(path, key);
+        if (offset === undefined) return problem;
+        const { line, col } = at(offset);
+        return { ...problem, line, column: col };
+      });
+    }),
   };
 }

@@ -1,24 +1,41 @@
 import type { OperationOutcome } from "fhir/r4.js";
 
-/** FHIR issue-type codes the sandbox uses (http://hl7.org/fhir/issue-type). */
-export type IssueCode =
-  | "invalid"
-  | "structure"
-  | "required"
-  | "value"
-  | "invariant"
-  | "security"
-  | "login"
-  | "not-found"
-  | "not-supported"
-  | "too-costly"
-  | "business-rule"
-  | "conflict"
-  | "duplicate"
-  | "processing"
-  | "exception"
-  | "timeout"
-  | "transient";
+/** All FHIR R4 issue-type codes (http://hl7.org/fhir/issue-type). */
+export const ISSUE_CODES = [
+  "invalid",
+  "structure",
+  "required",
+  "value",
+  "invariant",
+  "security",
+  "login",
+  "unknown",
+  "expired",
+  "forbidden",
+  "suppressed",
+  "processing",
+  "not-supported",
+  "duplicate",
+  "multiple-matches",
+  "not-found",
+  "deleted",
+  "too-long",
+  "code-invalid",
+  "extension",
+  "too-costly",
+  "business-rule",
+  "conflict",
+  "transient",
+  "lock-error",
+  "no-store",
+  "exception",
+  "timeout",
+  "incomplete",
+  "throttled",
+  "informational",
+] as const;
+
+export type IssueCode = (typeof ISSUE_CODES)[number];
 
 export type IssueSeverity = "fatal" | "error" | "warning" | "information";
 

@@ -18,9 +18,19 @@ export class SimulatedNetworkFault extends Error {
 }
 
 /** Waits `ms`, or less if the client goes away first. */
-export async function delay(c: Context<EdgeEnv>, ms: number): Promise<void> {
-  if (ms <= 0) return;
-  await sleep(ms, undefined, { signal: c.req.raw.signal }).catch(() => undefined);
+export function delay(c: Context<EdgeEnv>, ms: number): Promise<void> {
+  const signal = c.req.raw.signal;
+  if (ms <= 0 || signal.aborted) return Promise.resolve();
+  // The global setTimeout, not node:timers/promises: test fake timers (vi.useFakeTimers) only replace the global.
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
 }
 
 /** Resolves when the client gives up on the request (its connection closes or it aborts). */

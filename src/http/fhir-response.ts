@@ -14,6 +14,8 @@ export interface EdgeVariables {
   rule: string | null;
   /** A scripted transport fault, staged instead of an answer. */
   fault: string | null;
+  /** With --proxy: where the call was forwarded. */
+  upstream: string | null;
 }
 
 /** The Node adapter's bindings, when a real socket serves the request (absent in-process). */

@@ -4,10 +4,13 @@ import type { MessagePipeline } from "../pipeline/process-message.js";
 import { STANDARD_PATH } from "../routing/default-operations.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
+import { forwardToUpstream } from "./proxy.js";
 import { readBody } from "./read-body.js";
 
 export interface MessageRouteOptions {
   basePath: string;
+  /** Upstream base URL (--proxy), or undefined. */
+  proxy: string | undefined;
   maxBody: number;
   responseEnvelope: boolean;
 }
@@ -23,6 +26,7 @@ export function mountMessageRoutes(
   paths: readonly string[],
   options: MessageRouteOptions,
   pipeline: MessagePipeline,
+  fetchImpl: typeof fetch,
 ): void {
   for (const path of paths) {
     app.all(`${options.basePath}${path}`, async (c) => {
@@ -63,6 +67,12 @@ export function mountMessageRoutes(
       c.set("rule", answer.rule);
       await delay(c, answer.delayMs);
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
+      if (answer.forward && options.proxy) {
+        const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);
+        // A builtIn rule adds its headers to whatever answers in its place: here the upstream.
+        for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
+        return forwarded;
+      }
       const body = answer.body as { resourceType?: unknown } | undefined;
       const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
       return fhirResponse(c, answer.status, wrap ? { content: JSON.stringify(body) } : body, answer.headers);

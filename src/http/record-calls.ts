@@ -25,6 +25,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("duplicate", false);
     c.set("rule", null);
     c.set("fault", null);
+    c.set("upstream", null);
     try {
       await next();
     } finally {
@@ -44,6 +45,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         messageId: c.get("messageId"),
         rule: c.get("rule"),
         ...(c.get("duplicate") ? { duplicate: true } : {}),
+        ...(c.get("upstream") ? { upstream: c.get("upstream") as string } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
         request: {
           method: c.req.method,

@@ -11,6 +11,8 @@ export interface CallDraft {
   duplicate?: boolean;
   /** A scripted transport fault staged instead of an answer. */
   fault?: string;
+  /** With --proxy: the upstream URL that answered. */
+  upstream?: string;
   request: {
     method: string;
     url: string;

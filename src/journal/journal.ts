@@ -1,5 +1,6 @@
 import type { SandboxEvents } from "../events.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
+import { redactCall } from "./redact.js";
 
 export interface JournalLimits {
   /** Most calls kept; the oldest go first. */
@@ -32,8 +33,11 @@ export class Journal {
   constructor(
     readonly limits: JournalLimits,
     private readonly events: SandboxEvents,
+    /** First id to hand out: continues a journal file's numbering. */
+    firstId = 1,
   ) {
-    events.on("call:completed", (draft) => this.#record(draft));
+    this.#nextId = firstId;
+    events.on("call:completed", (draft) => this.#record(redactCall(draft)));
   }
 
   #record(draft: CallDraft): void {

@@ -42,9 +42,13 @@ export interface Answer {
   headers: Record<string, string>;
   /** A transport fault a rule stages instead of an answer. */
   fault?: Fault;
+  /** With --proxy: no rule answered, so the upstream service answers instead of the sandbox. */
+  forward?: true;
 }
 
 export interface PipelineOptions {
+  /** With --proxy, what no rule answers is forwarded, not answered by the sandbox. */
+  proxy: boolean;
   basePath: string;
   lenientEnvelope: boolean;
   businessErrors: "message" | "http";
@@ -78,7 +82,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     headers: {},
   });
   const notProcessed = (status: number, issues: Issue[], found: Partial<Answer> = {}): Answer =>
-    answer(status, operationOutcome(issues), found);
+    options.proxy ? forward(found) : answer(status, operationOutcome(issues), found);
+  // Recording from a real service: it judges bad messages too, so they are forwarded as well.
+  const forward = (found: Partial<Answer>): Answer => ({ ...answer(0, undefined, found), ...found, forward: true });
 
   const factsOf = (inbound: InboundMessage, message: Message, operation: string): RequestFacts => {
     let keys: string[] | undefined;
@@ -154,6 +160,8 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     if (reply?.kind === "fault") {
       return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
     }
+
+    if (options.proxy) return forward({ operation, messageId, ...ruled });
 
     const earlier = deps.replays.get(messageId);
     if (earlier) return { ...earlier, duplicate: true, ...ruled };

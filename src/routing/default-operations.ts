@@ -22,7 +22,7 @@ const hasId = (type: string) =>
   need(
     "id.exists()",
     "id",
-    `${type}.id is required: give the server id of the record to change (from the add response).`,
+    `${type}.id is required: the id of the existing ${type} this message is about (as the sandbox returned or sent it).`,
   );
 
 const patientKey = need(
@@ -320,6 +320,11 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
             "authorizingPrescription.exists()",
             "authorizingPrescription",
             "MedicationDispense.authorizingPrescription is required: reference the allocated MedicationRequest.",
+          ),
+          need(
+            "whenHandedOver.exists()",
+            "whenHandedOver",
+            "MedicationDispense.whenHandedOver is required: when the medication was handed to the patient.",
           ),
         ],
         Task: [

@@ -59,7 +59,10 @@ export function scriptedReply(scripted: Scripted, ctx: ScriptContext): ScriptedR
     body?: unknown;
     headers?: Record<string, string>;
   };
-  const headers = Object.fromEntries(Object.entries(rendered.headers ?? {}).map(([k, v]) => [k, String(v)]));
+  // Lower-cased, so a rule's Content-Type replaces the default one instead of joining it.
+  const headers = Object.fromEntries(
+    Object.entries(rendered.headers ?? {}).map(([k, v]) => [k.toLowerCase(), String(v)]),
+  );
   const deps = { newId: ctx.newId, now: ctx.now };
 
   if (spec.builtIn) return { kind: "built-in", headers };

@@ -1,5 +1,6 @@
 import type { Locate, YamlProblem } from "../config/yaml-file.js";
 import { compileMatcher, type Matcher, type MatcherSpec } from "../matching/matcher.js";
+import { durationMs } from "./duration.js";
 import type { ResponseSpec, RuleSpec } from "./schema.js";
 import { compileTemplate, type Render } from "./template.js";
 
@@ -26,14 +27,6 @@ export interface CompiledRule {
   afterSequence: "repeat-last" | "fall-through";
 }
 
-const UNIT_MS = { ms: 1, s: 1000, m: 60_000 } as const;
-
-export function durationMs(value: number | string): number {
-  if (typeof value === "number") return value;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)$/.exec(value);
-  return m ? Math.round(Number(m[1]) * UNIT_MS[m[2] as keyof typeof UNIT_MS]) : 0;
-}
-
 function compileResponse(
   spec: ResponseSpec,
   at: ReadonlyArray<string | number>,
@@ -58,7 +51,8 @@ function compileResponse(
     body: spec.body,
     headers: spec.headers,
   });
-  for (const problem of template.problems) problems.push(locate(at, problem));
+  // Located at the templated string itself, not the whole response: file:line:column points at the mistake.
+  for (const problem of template.problems) problems.push(locate([...at, ...problem.path], problem.message));
   return {
     spec,
     delayMs: (random: () => number) => (max === min ? min : Math.round(min + random() * (max - min))),
@@ -116,7 +110,8 @@ export class RuleSet {
         this.#anyOperation.push({ order, rule });
         return;
       }
-      for (const op of ops) {
+      // Once per operation: `operation: [a, a]` must not make the rule a candidate (and counted) twice.
+      for (const op of new Set(ops)) {
         const list = this.#byOperation.get(op) ?? [];
         list.push({ order, rule });
         this.#byOperation.set(op, list);

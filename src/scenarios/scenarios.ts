@@ -1,4 +1,5 @@
-import { existsSync, type FSWatcher, watch } from "node:fs";
+import { existsSync, type FSWatcher, readdirSync, statSync, watch } from "node:fs";
+import { join } from "node:path";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { type LoadedScenario, loadScenarioFolder, loadScenarioText } from "./load.js";
@@ -79,9 +80,14 @@ export class Scenarios {
     this.#rules = new RuleSet([...this.#runtime, ...this.#folder].flatMap((s) => s.rules));
   }
 
-  /** Every loaded scenario, runtime ones first: their fixtures are applied in this order. */
+  /** Every loaded scenario in rule order: runtime ones first, then the folder's. */
   get scenarios(): readonly LoadedScenario[] {
     return [...this.#runtime, ...this.#folder];
+  }
+
+  /** The order fixtures are applied in: the folder's, then runtime ones, so the later (runtime) win as when posted. */
+  get fixtureOrder(): readonly LoadedScenario[] {
+    return [...this.#folder, ...this.#runtime];
   }
 
   resetCounters(): void {
@@ -145,23 +151,56 @@ export class Scenarios {
 
   /**
    * Reloads when a file under the folder changes (debounced, so an editor's
-   * save of several writes reloads once). Returns a function that stops it.
+   * save of several writes reloads once). One non-recursive watcher per
+   * folder, renewed on every reload: Node 20's recursive watch on Linux
+   * loses track of files replaced by rename, as editors and `sed -i` save.
+   * Returns a function that stops it.
    */
   watch(debounceMs = 100): () => void {
-    if (this.folder === undefined || !existsSync(this.folder)) return () => undefined;
+    const root = this.folder;
+    if (root === undefined || !existsSync(root) || !statSync(root).isDirectory()) return () => undefined;
     let timer: NodeJS.Timeout | undefined;
-    let watcher: FSWatcher | undefined;
-    try {
-      watcher = watch(this.folder, { recursive: true }, () => {
-        clearTimeout(timer);
-        timer = setTimeout(() => this.reload(), debounceMs);
-      });
-    } catch {
-      return () => undefined;
-    }
-    return () => {
+    let watchers: FSWatcher[] = [];
+    let stopped = false;
+    const changed = () => {
       clearTimeout(timer);
-      watcher?.close();
+      timer = setTimeout(() => {
+        if (stopped) return;
+        this.reload();
+        rewatch();
+      }, debounceMs);
+    };
+    const rewatch = () => {
+      for (const w of watchers) w.close();
+      watchers = folders(root).flatMap((dir) => {
+        try {
+          const w = watch(dir, changed);
+          w.on("error", () => undefined);
+          return [w];
+        } catch {
+          return [];
+        }
+      });
+    };
+    rewatch();
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+      for (const w of watchers) w.close();
     };
   }
+}
+
+/** A folder and every folder under it. */
+function folders(root: string): string[] {
+  const out = [root];
+  for (const name of readdirSync(root)) {
+    const full = join(root, name);
+    try {
+      if (statSync(full).isDirectory()) out.push(...folders(full));
+    } catch {
+      // Gone between readdir and stat: the next reload sees it.
+    }
+  }
+  return out;
 }

@@ -1,4 +1,7 @@
 import { z } from "zod";
+import { ISSUE_CODES } from "../fhir/outcome.js";
+import { orderSpecSchema } from "../orders/order-spec.js";
+import { durationSchema } from "./duration.js";
 
 /**
  * The scenario file format, as one schema: it validates files, types the
@@ -7,11 +10,6 @@ import { z } from "zod";
  */
 
 const oneOrMany = <T extends z.ZodType>(item: T) => z.union([item, z.array(item).min(1)]);
-
-/** Milliseconds, or a string with a unit: "250ms", "2s", "1.5m". */
-export const durationSchema = z
-  .union([z.number().int().min(0), z.string().regex(/^\d+(\.\d+)?(ms|s|m)$/, 'a duration such as 500, "250ms", "2s"')])
-  .describe('milliseconds, or a string with a unit: "250ms", "2s", "1m"');
 
 const delaySchema = z
   .union([durationSchema, z.object({ min: durationSchema, max: durationSchema }).strict()])
@@ -28,7 +26,10 @@ export const whenSchema = z
     operation: oneOrMany(z.string().min(1))
       .optional()
       .describe("operation id(s), e.g. add-allergy (see GET /__admin/operations)"),
-    path: oneOrMany(z.string().startsWith("/")).optional().describe("message path(s) without the base path"),
+    // A regex, not startsWith: zod emits startsWith as `"format": "starts_with"`, no JSON Schema format.
+    path: oneOrMany(z.string().regex(/^\//, "a path starting with /"))
+      .optional()
+      .describe("message path(s) without the base path"),
     headers: z
       .record(z.string(), headerConditionSchema)
       .optional()
@@ -43,25 +44,7 @@ export const whenSchema = z
   .strict()
   .describe("every condition given must hold; none given matches every message");
 
-const issueCodes = [
-  "invalid",
-  "structure",
-  "required",
-  "value",
-  "invariant",
-  "security",
-  "login",
-  "not-found",
-  "not-supported",
-  "too-costly",
-  "business-rule",
-  "conflict",
-  "duplicate",
-  "processing",
-  "exception",
-  "timeout",
-  "transient",
-] as const;
+const issueCodes = ISSUE_CODES;
 
 const resourceSchema = z
   .object({ resourceType: z.string().min(1) })
@@ -173,6 +156,21 @@ const pharmacyFixtureSchema = z
   })
   .strict();
 
+const pushSchema = z
+  .object({
+    name: z.string().min(1).optional(),
+    description: z.string().optional(),
+    on: z
+      .enum(["start", "subscribed"])
+      .optional()
+      .describe("start (default): when the sandbox starts or resets; subscribed: each time a pharmacy subscribes"),
+    after: durationSchema.optional().describe("wait this long before the first push"),
+    every: durationSchema.optional().describe("repeat at this interval, up to `times`"),
+    times: z.number().int().min(1).max(1000).optional().describe("how many orders per run — each start, each subscription (default 1)"),
+    order: orderSpecSchema.optional().describe("the order; default a generated one to every subscribed pharmacy"),
+  })
+  .strict();
+
 export const scenarioFileSchema = z
   .object({
     name: z.string().optional(),
@@ -186,6 +184,7 @@ export const scenarioFileSchema = z
       .optional()
       .describe("loaded into the sandbox on start and on POST /__admin/reset"),
     rules: z.array(ruleSchema).optional().describe("ordered: the first rule that matches answers"),
+    push: z.array(pushSchema).optional().describe("scripted orders pushed to pharmacies"),
   })
   .strict();
 
@@ -196,6 +195,7 @@ export type OutcomeSpec = z.infer<typeof outcomeSchema>;
 export type PatientFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["patients"]>[number];
 export type PharmacyFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["pharmacies"]>[number];
 export type Fault = (typeof faults)[number];
+export type PushSpec = z.infer<typeof pushSchema>;
 
 /** The JSON Schema of scenario files, for editors (yaml-language-server) and CI. */
 export function scenarioJsonSchema(): Record<string, unknown> {

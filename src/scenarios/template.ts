@@ -90,6 +90,8 @@ function compileExpression(source: string): { ok: true; part: Part } | { ok: fal
       return { ok: false, problem: `unknown value "${source}"; values start with request., patient. or rule.` };
     }
     const steps = source.split(".");
+    // Header names are case-insensitive (as in `when.headers`); the request's headers are held lower-cased.
+    if (steps[0] === "request" && steps[1] === "headers" && steps[2] !== undefined) steps[2] = steps[2].toLowerCase();
     return {
       ok: true,
       part: (ctx) => {
@@ -131,18 +133,32 @@ function compileString(text: string): { render: Render; problems: string[] } {
   };
 }
 
+/** A bad template, and where it stands in the compiled value (so a file problem can point at its line). */
+export interface TemplateProblem {
+  path: Array<string | number>;
+  message: string;
+}
+
 /** Compiles every template in a YAML value once; `render` builds a fresh copy per answer. */
-export function compileTemplate(value: unknown): { render: Render; problems: string[] } {
-  if (typeof value === "string") return compileString(value);
+export function compileTemplate(value: unknown): { render: Render; problems: TemplateProblem[] } {
+  if (typeof value === "string") {
+    const compiled = compileString(value);
+    return { render: compiled.render, problems: compiled.problems.map((message) => ({ path: [], message })) };
+  }
+  const under = (key: string | number, problems: TemplateProblem[]) =>
+    problems.map((p) => ({ path: [key, ...p.path], message: p.message }));
   if (Array.isArray(value)) {
     const items = value.map(compileTemplate);
-    return { render: (ctx) => items.map((i) => i.render(ctx)), problems: items.flatMap((i) => i.problems) };
+    return {
+      render: (ctx) => items.map((i) => i.render(ctx)),
+      problems: items.flatMap((i, index) => under(index, i.problems)),
+    };
   }
   if (value !== null && typeof value === "object") {
     const entries = Object.entries(value).map(([k, v]) => [k, compileTemplate(v)] as const);
     return {
       render: (ctx) => Object.fromEntries(entries.map(([k, t]) => [k, t.render(ctx)])),
-      problems: entries.flatMap(([, t]) => t.problems),
+      problems: entries.flatMap(([k, t]) => under(k, t.problems)),
     };
   }
   return { render: () => value, problems: [] };

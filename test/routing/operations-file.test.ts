@@ -136,7 +136,7 @@ describe("an invalid operations file stops createApp with the file and line", ()
     });
 
     it.each([
-      ["a key the format does not have", "operations:\n  add-allergy:\n    evnt: x\n", 2, /evnt/],
+      ["a key the format does not have", "operations:\n  add-allergy:\n    evnt: x\n", 3, /evnt/],
       ["a path that is not a $process-message path", "operations:\n  add-task:\n    path: /tasks\n", 3, /path/],
       ["no operations map", "add-allergy:\n  event: x\n", 1, /operations/],
     ])("%s", (_, text, line, says) => {

@@ -1,0 +1,72 @@
+import type { Hono } from "hono";
+import { z } from "zod";
+import { parseJson } from "../envelope/json.js";
+import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
+import { FHIR_JSON } from "../http/fhir-response.js";
+import { readBody } from "../http/read-body.js";
+import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
+import { orderView } from "../orders/order-view.js";
+import type { OrderWorkflow } from "../orders/order-workflow.js";
+
+const outcome = (status: number, issues: Issue[]) =>
+  new Response(JSON.stringify(operationOutcome(issues)), { status, headers: { "content-type": FHIR_JSON } });
+
+const describe = (error: z.ZodError) =>
+  error.issues.map((i) => issue("invalid", i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
+
+const allocateBody = z.object({ licence: z.string().min(1) }).strict();
+
+/** Refusals of the workflow: not-found → 404, state conflicts → 409. */
+const refusal = (issues: Issue[]) => outcome(issues.some((i) => i.code === "not-found") ? 404 : 409, issues);
+
+/** Orders of the pharmacy push flow (CONTRACT §8–9). */
+export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; maxBody: number }): void {
+  const json = async (request: Request) => {
+    const read = await readBody(request, deps.maxBody);
+    if (!read.ok)
+      return {
+        ok: false as const,
+        response: outcome(413, [issue("too-costly", `The body is larger than ${read.limit} bytes.`)]),
+      };
+    const parsed = parseJson(read.text.trim() === "" ? "{}" : read.text);
+    if (!parsed.ok)
+      return {
+        ok: false as const,
+        response: outcome(400, [issue("structure", `The body is not valid JSON: ${parsed.reason}.`)]),
+      };
+    return { ok: true as const, value: parsed.value };
+  };
+
+  admin.post("/orders", async (c) => {
+    const body = await json(c.req.raw);
+    if (!body.ok) return body.response;
+    const spec = orderSpecSchema.safeParse(body.value);
+    if (!spec.success) return outcome(400, describe(spec.error));
+    const created = deps.workflow.create(toOrderSpec(spec.data));
+    if (!created.ok) return outcome(created.issues.some((i) => i.code === "not-found") ? 404 : 409, created.issues);
+    return c.json(orderView(created.value), 201);
+  });
+
+  admin.get("/orders", (c) => c.json({ orders: deps.workflow.list().map(orderView) }));
+
+  admin.get("/orders/:id", (c) => {
+    const order = deps.workflow.get(c.req.param("id"));
+    if (!order)
+      return outcome(404, [issue("not-found", `No order ${c.req.param("id")}; list them with GET /__admin/orders.`)]);
+    return c.json(orderView(order));
+  });
+
+  admin.post("/orders/:id/allocate", async (c) => {
+    const body = await json(c.req.raw);
+    if (!body.ok) return body.response;
+    const parsed = allocateBody.safeParse(body.value);
+    if (!parsed.success) return outcome(400, describe(parsed.error));
+    const result = deps.workflow.allocate(c.req.param("id"), parsed.data.licence);
+    return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
+  });
+
+  admin.post("/orders/:id/cancel", (c) => {
+    const result = deps.workflow.cancel(c.req.param("id"));
+    return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
+  });
+}

@@ -1,0 +1,108 @@
+import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { parseArgs } from "node:util";
+import { formatProblem } from "../config/yaml-file.js";
+import { ScenarioExporter } from "../record/export-scenario.js";
+import { newReadStats, readJournal } from "../record/read-journal.js";
+import { loadScenarioText } from "../scenarios/load.js";
+
+export const EXPORT_USAGE = `Usage: uae-fhir-sandbox export --from <calls.ndjson> [--to <scenario.yaml>] [options]
+
+Turns recorded calls (a --journal-file, or the NDJSON of GET /__admin/calls/export)
+into a scenario file: one rule per operation and key content (the patient, the focus
+ids the client chose), answering with the recorded status and body. Ids, timestamps,
+MessageHeader.response.identifier and the destination endpoint become templates, so a
+replayed answer is correct for a new request. Calls with the same key content answer in
+recorded order (a sequence). The running sandbox gives the same file for its in-memory
+journal: GET /__admin/calls/export?format=scenario.
+
+Options:
+  --from <file>         the recorded calls, one JSON call per line (or the first argument)
+  --to <file>           the scenario file to write (default: print it)
+  --operation <id>      only calls of this operation; repeat for several
+  -h, --help            this help
+
+Exit codes: 0 written, 1 the journal could not be read or the result would not load, 2 bad usage.`;
+
+export interface ExportIo {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+class Usage extends Error {}
+
+function parse(argv: string[]) {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: {
+      from: { type: "string" },
+      to: { type: "string" },
+      operation: { type: "string", multiple: true },
+      help: { type: "boolean", short: "h" },
+    },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return { help: true as const };
+  if (positionals.length > 1 || (positionals.length === 1 && values.from !== undefined)) {
+    throw new Usage(`Unexpected argument: ${positionals.join(" ")}`);
+  }
+  const from = values.from ?? positionals[0];
+  if (from === undefined) throw new Usage("export needs the recorded calls: --from calls.ndjson");
+  if (!existsSync(from) || !statSync(from).isFile()) throw new Usage(`--from ${from}: no such file`);
+  if (values.to !== undefined && values.to.trim() === "") throw new Usage("--to: expected a file name");
+  return { help: false as const, from, to: values.to, operations: values.operation };
+}
+
+/**
+ * `uae-fhir-sandbox export --from calls.ndjson --to scenarios/recorded.yaml`:
+ * recorded calls → a scenario file (see ScenarioExporter). The journal is
+ * read one line at a time; a cut-off last line is skipped.
+ */
+export async function exportCommand(argv: string[], io: ExportIo): Promise<number> {
+  let options: ReturnType<typeof parse>;
+  try {
+    options = parse(argv);
+  } catch (error) {
+    io.err(`${(error as Error).message}\nRun uae-fhir-sandbox export --help for the options.`);
+    return 2;
+  }
+  if (options.help) {
+    io.out(EXPORT_USAGE);
+    return 0;
+  }
+  const { from, to, operations } = options;
+  const exporter = new ScenarioExporter();
+  const stats = newReadStats();
+  try {
+    for await (const call of readJournal(from, stats)) {
+      if (operations && call.direction === "inbound" && !operations.includes(call.operation ?? "")) continue;
+      exporter.add(call);
+    }
+  } catch (error) {
+    io.err(`Could not read ${from}: ${(error as Error).message}`);
+    return 1;
+  }
+  for (const bad of stats.bad.slice(0, 20)) io.err(`${from}:${bad.line}: skipped, ${bad.reason}`);
+  if (stats.bad.length > 20) io.err(`… and ${stats.bad.length - 20} more lines skipped`);
+  if (stats.cutOff) io.err(`${from}:${stats.lines}: the last line is cut off (written during a crash?), skipped`);
+
+  const text = exporter.toYaml({ from, at: new Date() });
+  const check = loadScenarioText(text, to ?? "(output)");
+  if (to === undefined) io.out(text.replace(/\n$/, ""));
+  else {
+    mkdirSync(dirname(to), { recursive: true });
+    writeFileSync(to, text);
+  }
+  const rules = exporter.rules().length;
+  const summary = `${rules} rules from ${exporter.exported} of ${exporter.inbound} inbound calls${to ? ` written to ${to}` : ""}; ${exporter.skipped.length} not exported`;
+  io.err(summary);
+  if (exporter.inbound === 0) io.err(`${from} holds no inbound calls: the scenario has no rules.`);
+  if (!check.ok) {
+    io.err("The sandbox would not load the result:");
+    for (const problem of check.problems) io.err(`  ${formatProblem(problem)}`);
+    io.err("Export fewer calls (--operation) if the file is too large.");
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,106 @@
+import type { Hono } from "hono";
+import { createApp, type SandboxApp, type SandboxDeps } from "./app.js";
+import type { SandboxOptions } from "./config/options.js";
+import { formatProblem } from "./config/yaml-file.js";
+import { callView } from "./journal/call-view.js";
+import type { CallFilter } from "./journal/journal.js";
+import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
+import { waitUntil } from "./journal/wait.js";
+import { startServer } from "./server/start-server.js";
+
+export interface SandboxInit extends Partial<SandboxOptions> {
+  /** Serve on a real port (default true); false gives an in-process sandbox: use `app.fetch` / `app.request`. */
+  listen?: boolean;
+  /** Port to listen on (default 0: any free port). */
+  port?: number;
+  /** Interface to bind (default 127.0.0.1). */
+  host?: string;
+  /** Replace time, ids, randomness, outbound fetch or logging. */
+  deps?: Partial<SandboxDeps>;
+}
+
+export type CallView = ReturnType<typeof callView>;
+
+/** A sandbox for a test suite: one handle for the URL, the journal, expectations, rules and shutdown. */
+export interface Sandbox {
+  /** Base URL, e.g. http://127.0.0.1:41237 ("" when not listening). */
+  url: string;
+  /** The Hono app: `app.request(path, init)` or `app.fetch(request)` work without a port. */
+  app: Hono;
+  /** Recorded calls, oldest first (the same filters as GET /__admin/calls). */
+  calls(filter?: CallFilter): CallView[];
+  /** Checks an expectation against the journal now (throws on a malformed one). */
+  verify(expectation: Expectation): Verification;
+  /** Resolves as soon as the expectation holds, or with ok: false after `timeoutMs` (default 5000) or on close(). */
+  waitFor(expectation: Expectation, timeoutMs?: number): Promise<Verification>;
+  /** State back to fixtures, journal cleared, rule counters reset. */
+  reset(): void;
+  /** Adds scenario rules (a YAML/JSON document, or its object form) ahead of the folder's; returns their ids. */
+  addRules(scenario: string | object): string[];
+  /** Stops the server (if any), timers and watchers; pending waitFor calls resolve. Safe to call twice. */
+  close(): Promise<void>;
+  /** The parts underneath, for what the handle does not cover. */
+  internals: SandboxApp;
+}
+
+function compiled(expectation: Expectation) {
+  const parsed = expectationSchema.safeParse(expectation);
+  if (!parsed.success) throw new Error(`bad expectation: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
+  const result = compileExpectation(parsed.data);
+  if (!result.ok) throw new Error(`bad expectation: ${result.reason}`);
+  return result.verify;
+}
+
+/**
+ * Starts a sandbox for a test suite.
+ *
+ * @example
+ *   const sandbox = await createSandbox({ scenarios: "./scenarios" });
+ *   await myClient(sandbox.url).addAllergy(...);
+ *   expect(sandbox.verify({ operation: "add-allergy", count: 1 }).ok).toBe(true);
+ *   await sandbox.close();
+ */
+export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
+  const { listen = true, port = 0, host = "127.0.0.1", deps, ...options } = init;
+  const internals = createApp(options, deps);
+  // A port in use rejects here: stop what createApp started (watcher, scheduled pushes) before passing it on.
+  const running = listen
+    ? await startServer(internals, { port, host }).catch((error: unknown) => {
+        internals.close();
+        throw error;
+      })
+    : undefined;
+  if (running) internals.setPublicUrl(running.url);
+  const { journal, events, scenarios } = internals;
+  // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
+  const closing = new AbortController();
+  let closed: Promise<void> | undefined;
+  return {
+    url: running?.url ?? "",
+    app: internals.app,
+    internals,
+    calls: (filter) => journal.list(filter).map(callView),
+    verify: (expectation) => compiled(expectation)(journal.list()),
+    // async: a malformed expectation rejects the promise; the waiter still subscribes before this returns.
+    async waitFor(expectation, timeoutMs = 5000) {
+      const verify = compiled(expectation);
+      return waitUntil(events, () => verify(journal.list()), timeoutMs, closing.signal);
+    },
+    reset: internals.reset,
+    addRules(scenario) {
+      const added = scenarios.add(typeof scenario === "string" ? scenario : JSON.stringify(scenario));
+      if (!added.ok) throw new Error(`invalid rules:\n${added.problems.map(formatProblem).join("\n")}`);
+      internals.applyFixtures([added.scenario]);
+      return added.scenario.rules.map((r) => r.id);
+    },
+    close() {
+      // Idempotent: afterAll hooks and error paths may both close.
+      closed ??= (async () => {
+        closing.abort();
+        internals.close();
+        await running?.close(1000);
+      })();
+      return closed;
+    },
+  };
+}

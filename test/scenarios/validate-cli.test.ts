@@ -1,0 +1,124 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { killStray, ROOT, runToExit } from "../cli/cli-process.js";
+
+// `uae-fhir-sandbox validate` and `schema`, run as CI runs them: node dist/cli/main.js
+// as a child process (npm test builds dist before vitest).
+
+afterEach(killStray);
+
+const BROKEN = "test/fixtures/scenarios/broken";
+const SHIPPED = "scenarios";
+
+const scenarioFiles = (dir: string) =>
+  readdirSync(`${ROOT}${dir}`)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort();
+
+/** A problem line: path:line:column: message. */
+const PROBLEM = /^(.+?):(\d+):(\d+): (.+)$/;
+
+function problems(stderr: string) {
+  return stderr
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => {
+      const m = PROBLEM.exec(l);
+      if (!m) throw new Error(`not a path:line:column: message line: ${JSON.stringify(l)}`);
+      return { file: m[1] as string, line: Number(m[2]), column: Number(m[3]), message: m[4] as string };
+    });
+}
+
+/** The text at line:column (1-based) of a repository file. */
+function textAt(file: string, line: number, column: number): string {
+  return (readFileSync(`${ROOT}${file}`, "utf8").split("\n")[line - 1] ?? "").slice(column - 1);
+}
+
+/** The mistakes in test/fixtures/scenarios/broken, one per file, and where they are written. */
+const MISTAKES = [
+  {
+    file: `${BROKEN}/10-respond-and-sequence.yaml`,
+    at: "name: both",
+    says: /exactly one of respond or sequence/,
+  },
+  { file: `${BROKEN}/20-unknown-key.yaml`, at: "delay: 2s", says: /unknown key "delay"/ },
+  { file: `${BROKEN}/30-bad-fhirpath.yaml`, at: "when:", says: /not a valid FHIRPath/ },
+  {
+    file: `${BROKEN}/40-wrong-fixture-type.yaml`,
+    at: "resourceType: Condition",
+    says: /allergies holds AllergyIntolerance resources, not Condition/,
+  },
+];
+
+describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
+  it.each([
+    ["the shipped folder", [SHIPPED]],
+    ["no argument (./scenarios)", []],
+  ])("%s: exit 0, one ok line per file", async (_, args) => {
+    const run = await runToExit(["validate", ...args]);
+
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    const ok = run.stdout.split("\n").filter((l) => l.startsWith("ok "));
+    const files = scenarioFiles(SHIPPED);
+    expect(files.length).toBeGreaterThan(0);
+    expect(ok.map((l) => /^ok (?:\.\/)?scenarios\/([^:]+):/.exec(l)?.[1])).toEqual(files);
+    expect(run.stdout).toContain(`${files.length} scenario files valid`);
+  });
+
+  it("a folder with broken files: exit 1, path:line:column: message for each mistake, ok for the valid one", async () => {
+    const run = await runToExit(["validate", BROKEN]);
+
+    expect(run.code).toBe(1);
+    const found = problems(run.stderr);
+    expect(found.map((p) => p.file)).toEqual(MISTAKES.map((m) => m.file));
+    for (const [i, mistake] of MISTAKES.entries()) {
+      const problem = found[i] as (typeof found)[number];
+      expect(problem.message).toMatch(mistake.says);
+      // The line and column point where the mistake is written.
+      expect(textAt(problem.file, problem.line, problem.column)).toMatch(new RegExp(`^(- )?${mistake.at}`));
+    }
+    expect(run.stdout.split("\n").filter((l) => l.startsWith("ok "))).toEqual([
+      expect.stringMatching(new RegExp(`^ok ${BROKEN}/00-valid\\.yaml: 1 rules`)),
+    ]);
+    expect(run.stdout).toContain("validation failed (5 files checked)");
+  });
+
+  it.each(MISTAKES)("a single broken file, $file: exit 1, its one problem", async ({ file, at, says }) => {
+    const run = await runToExit(["validate", file]);
+
+    expect(run.code).toBe(1);
+    const [problem, ...more] = problems(run.stderr);
+    expect(more).toEqual([]);
+    expect(problem?.file).toBe(file);
+    expect(problem?.message).toMatch(says);
+    expect(textAt(file, problem?.line ?? 0, problem?.column ?? 0)).toMatch(new RegExp(`^(- )?${at}`));
+  });
+
+  it("a single valid file: exit 0, one ok line", async () => {
+    const run = await runToExit(["validate", `${SHIPPED}/10-magic-patients.yaml`]);
+
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toMatch(/^ok scenarios\/10-magic-patients\.yaml: 6 rules/m);
+    expect(run.stdout).toContain("1 scenario files valid");
+  });
+
+  it("a path that does not exist: exit 1, naming it", async () => {
+    const run = await runToExit(["validate", "no/such/scenarios"]);
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("no/such/scenarios: no such file or folder");
+  });
+});
+
+describe("uae-fhir-sandbox schema", { timeout: 30_000 }, () => {
+  it("prints the committed scenarios/scenario.schema.json (regenerate it when the format changes)", async () => {
+    const run = await runToExit(["schema"]);
+
+    expect(run.code).toBe(0);
+    const committed = JSON.parse(readFileSync(`${ROOT}${SHIPPED}/scenario.schema.json`, "utf8"));
+    // Compared as JSON: the committed file is formatted by biome.
+    expect(JSON.parse(run.stdout)).toEqual(committed);
+  });
+});
