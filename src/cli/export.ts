@@ -1,5 +1,5 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { formatProblem } from "../config/yaml-file.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
@@ -51,6 +51,9 @@ function parse(argv: string[]) {
   if (from === undefined) throw new Usage("export needs the recorded calls: --from calls.ndjson");
   if (!existsSync(from) || !statSync(from).isFile()) throw new Usage(`--from ${from}: no such file`);
   if (values.to !== undefined && values.to.trim() === "") throw new Usage("--to: expected a file name");
+  if (values.to !== undefined && resolve(values.to) === resolve(from)) {
+    throw new Usage(`--to ${values.to} is the journal itself: write the scenario to another file`);
+  }
   return { help: false as const, from, to: values.to, operations: values.operation };
 }
 
@@ -97,7 +100,11 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
   const rules = exporter.rules().length;
   const summary = `${rules} rules from ${exporter.exported} of ${exporter.inbound} inbound calls${to ? ` written to ${to}` : ""}; ${exporter.skipped.length} not exported`;
   io.err(summary);
-  if (exporter.inbound === 0) io.err(`${from} holds no inbound calls: the scenario has no rules.`);
+  if (exporter.inbound === 0) {
+    io.err(
+      `${from} holds no inbound calls${operations ? ` of ${operations.join(", ")}` : ""}: the scenario has no rules.`,
+    );
+  }
   if (!check.ok) {
     io.err("The sandbox would not load the result:");
     for (const problem of check.problems) io.err(`  ${formatProblem(problem)}`);

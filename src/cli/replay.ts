@@ -23,7 +23,8 @@ Compared: the status and everything else in the body, meta.versionId included.
 Options:
   --target <url>          where to send the calls, e.g. http://localhost:8080 (required)
   --base-path <path>      the target's base path: message paths are sent under it
-                          instead of the recorded one (e.g. --base-path /sandbox)
+                          instead of the recorded one (e.g. --base-path /sandbox;
+                          --base-path "" for a target without one)
   --junit <file>          also write the results as JUnit XML, one test case per call
   --header "Name: value"  add a request header, e.g. credentials (the journal holds
                           them redacted); repeat for several

@@ -4,7 +4,7 @@ import { isObject, parseJson } from "../envelope/json.js";
 import { type Message, readMessage } from "../envelope/message.js";
 import { FHIR_ID } from "../fhir/ids.js";
 import { patientKeysOf } from "../matching/patient-keys.js";
-import type { ResponseSpec, RuleSpec, ScenarioFile } from "../scenarios/schema.js";
+import { faults, type ResponseSpec, type RuleSpec, type ScenarioFile } from "../scenarios/schema.js";
 import { VERSION } from "../version.js";
 import type { RecordedCall } from "./read-journal.js";
 
@@ -224,9 +224,10 @@ export class ScenarioExporter {
 
   #response(call: RecordedCall, message: Message): ResponseSpec | string {
     const description = `recorded call ${call.id} at ${call.at}`;
-    const faulted = call.fault as ResponseSpec["fault"] | undefined;
-    if (faulted) {
-      return { description, ...(call.response ? { status: call.response.status } : {}), fault: faulted };
+    if (call.fault !== undefined) {
+      const fault = faults.find((f) => f === call.fault);
+      if (!fault) return `the fault ${call.fault} cannot be scripted`;
+      return { description, ...(call.response ? { status: call.response.status } : {}), fault };
     }
     if (!call.response) return "no response was recorded";
     const { status, body } = call.response;

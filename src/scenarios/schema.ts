@@ -166,7 +166,13 @@ const pushSchema = z
       .describe("start (default): when the sandbox starts or resets; subscribed: each time a pharmacy subscribes"),
     after: durationSchema.optional().describe("wait this long before the first push"),
     every: durationSchema.optional().describe("repeat at this interval, up to `times`"),
-    times: z.number().int().min(1).max(1000).optional().describe("how many orders per run — each start, each subscription (default 1)"),
+    times: z
+      .number()
+      .int()
+      .min(1)
+      .max(1000)
+      .optional()
+      .describe("how many orders per run — each start, each subscription (default 1)"),
     order: orderSpecSchema.optional().describe("the order; default a generated one to every subscribed pharmacy"),
   })
   .strict();

@@ -116,7 +116,6 @@ export function cannedResponse() {
   });
 }
 
-
 /** Patients of the shipped scenarios (scenarios/00-test-patients.yaml); elsewhere they are generated on first use. */
 export const PATIENTS = ["784-1985-1000001-5", "784-1992-1000002-4", "784-1960-1000004-8"];
 

@@ -7,17 +7,24 @@
 // Settings (environment): BENCH_CONNECTIONS (10), BENCH_REQUESTS (3000),
 // BENCH_WARMUP (300), BENCH_ROUNDS (4), BENCH_TIMEOUT_MS per request (10000).
 //
-// A section is { id, title, run(settings) → Promise<Markdown> }; add one (fan-out
-// to pharmacies, cold start, memory, ...) as a module beside this file and list it
-// in SECTIONS.
+// A section is { id, title, run(settings) → Promise<Markdown | { markdown, summary }> },
+// summary lines being { what, value, target?, met? } for the table printed at the
+// end; add one as a module beside this file and list it in SECTIONS.
+//
+// Sections: throughput, cold-start, memory (BENCH_MEMORY_CALLS, default 100000),
+// fan-out, scenario-matching.
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { coldStart } from "./cold-start.mjs";
+import { fanOut } from "./fan-out.mjs";
+import { memory } from "./memory.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
+import { throughput } from "./throughput.mjs";
 
-const SECTIONS = [scenarioMatching];
+const SECTIONS = [throughput, coldStart, memory, fanOut, scenarioMatching];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */
-const DEADLINE_MS = 5 * 60_000;
+const DEADLINE_MS = 12 * 60_000;
 
 function setting(name, fallback) {
   const raw = process.env[name];
@@ -48,11 +55,29 @@ async function main() {
   const sections = wanted.length > 0 ? SECTIONS.filter((s) => wanted.includes(s.id)) : SECTIONS;
 
   console.log(`# uae-fhir-sandbox benchmarks\n\n${machine()}\n`);
+  const began = performance.now();
+  const summary = [];
   for (const section of sections) {
     const started = performance.now();
-    const markdown = await section.run(settings);
+    const result = await section.run(settings);
+    const { markdown, summary: lines = [] } = typeof result === "string" ? { markdown: result } : result;
+    summary.push(...lines);
     const seconds = ((performance.now() - started) / 1000).toFixed(1);
     console.log(`## ${section.title}\n\n${markdown}\n\n(${seconds} s)\n`);
+  }
+  if (summary.length > 0) {
+    const verdict = (line) => (line.met === undefined ? "" : line.met ? "met" : "**not met**");
+    console.log(
+      [
+        "## Summary",
+        "",
+        "| what | measured | target (issue #6) | |",
+        "|---|---|---|---|",
+        ...summary.map((line) => `| ${line.what} | ${line.value} | ${line.target ?? "–"} | ${verdict(line)} |`),
+        "",
+        `(whole run ${((performance.now() - began) / 1000).toFixed(0)} s)`,
+      ].join("\n"),
+    );
   }
 }
 

@@ -45,8 +45,16 @@ export const throughput = {
     let journalFiles = 0;
     try {
       const targets = [
-        { label: "bare", name: "bare Hono, canned answer", spec: () => ({ kind: "bare-hono", path: STANDARD_PATH, cannedBody: cannedResponse() }) },
-        { label: "sandbox", name: "sandbox (in-memory journal)", spec: () => ({ kind: "sandbox", scenarios: SCENARIO_FILE }) },
+        {
+          label: "bare",
+          name: "bare Hono, canned answer",
+          spec: () => ({ kind: "bare-hono", path: STANDARD_PATH, cannedBody: cannedResponse() }),
+        },
+        {
+          label: "sandbox",
+          name: "sandbox (in-memory journal)",
+          spec: () => ({ kind: "sandbox", scenarios: SCENARIO_FILE }),
+        },
         {
           label: "file",
           name: "sandbox + --journal-file",
@@ -76,7 +84,7 @@ export const throughput = {
       const at50 = ratio(50, "sandbox", "bare", (r) => r.rps);
       const p99at10 = mid(10, "sandbox", (r) => r.p99);
       const met = (ok) => (ok ? "**met**" : "**not met**");
-      return [
+      const markdown = [
         `${ROUNDS} rounds; per run a fresh server in a worker thread, ${int(settings.warmup)} warm-up requests, then ` +
           `${int(settings.requests)} measured ones through N keep-alive connections (medians of the rounds shown; ratios are ` +
           `medians of the ratios within each round). Each request an add-allergy message ` +
@@ -105,6 +113,23 @@ export const throughput = {
         `| sandbox ≥ ${TARGET_RATIO_AT_50}× bare Hono throughput at 50 connections | ${fmt(at50)}× | ${met(at50 >= TARGET_RATIO_AT_50)} |`,
         `| sandbox p99 < ${TARGET_P99_AT_10_MS} ms at 10 connections | ${fmt(p99at10)} ms | ${met(p99at10 < TARGET_P99_AT_10_MS)} |`,
       ].join("\n");
+      return {
+        markdown,
+        summary: [
+          {
+            what: "add-allergy throughput, sandbox / bare Hono at 50 connections",
+            value: `${fmt(at50)}× (${int(mid(50, "sandbox", (r) => r.rps))} vs ${int(mid(50, "bare", (r) => r.rps))} requests/s)`,
+            target: `≥ ${TARGET_RATIO_AT_50}×`,
+            met: at50 >= TARGET_RATIO_AT_50,
+          },
+          {
+            what: "add-allergy p99 latency of the sandbox at 10 connections",
+            value: `${fmt(p99at10)} ms (bare Hono ${fmt(mid(10, "bare", (r) => r.p99))} ms)`,
+            target: `< ${TARGET_P99_AT_10_MS} ms`,
+            met: p99at10 < TARGET_P99_AT_10_MS,
+          },
+        ],
+      };
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -78,15 +78,15 @@ describe("the pharmacy push flow end to end (CONTRACT §8)", () => {
 
     const [pushA, pushB] = await Promise.all([a.next(), b.next()]);
     await recorded(app, "order-fulfillment-request", 2);
-    expect(pushA?.headers["x-api-key"]).toBe("key-a");
-    expect(pushB?.headers["x-api-key"]).toBe("key-b");
-    expect(pushA?.headers["content-type"]).toMatch(/^application\/fhir\+json/);
-    const header = responseHeader(pushA?.bundle);
+    expect(pushA.headers["x-api-key"]).toBe("key-a");
+    expect(pushB.headers["x-api-key"]).toBe("key-b");
+    expect(pushA.headers["content-type"]).toMatch(/^application\/fhir\+json/);
+    const header = responseHeader(pushA.bundle);
     expect(header.eventCoding?.code).toBe("order-fulfillment-request");
-    const task = focusOf(pushA?.bundle)[0] as Task;
+    const task = focusOf(pushA.bundle)[0] as Task;
     expect(task).toMatchObject({ resourceType: "Task", status: "requested" });
     expect(Date.parse(task.restriction?.period?.end ?? "")).toBeGreaterThan(Date.now());
-    const anonymous = (pushA?.bundle as Bundle).entry?.find((e) => e.resource?.resourceType === "Patient")
+    const anonymous = (pushA.bundle as Bundle).entry?.find((e) => e.resource?.resourceType === "Patient")
       ?.resource as Patient;
     expect(anonymous.name).toBeUndefined();
     expect(anonymous.identifier).toBeUndefined();
@@ -120,7 +120,7 @@ describe("the pharmacy push flow end to end (CONTRACT §8)", () => {
     expect(responseHeader(received.body).response?.code).toBe("ok");
     expect(focusOf(received.body)[0]).toMatchObject({ id: task.id, status: "in-progress" });
 
-    const requests = (pushA?.bundle as Bundle).entry
+    const requests = (pushA.bundle as Bundle).entry
       ?.map((e) => e.resource)
       .filter((r): r is MedicationRequest => r?.resourceType === "MedicationRequest") as MedicationRequest[];
     const dispenses = requests.map((r) => ({
