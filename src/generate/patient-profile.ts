@@ -29,6 +29,19 @@ export interface GeneratedProfile {
   tasks: Task[];
 }
 
+/** Every clinical record of a profile, in one list. */
+export function profileRecords(
+  profile: GeneratedProfile,
+): Array<AllergyIntolerance | Condition | Procedure | Observation | Task> {
+  return [
+    ...profile.allergies,
+    ...profile.conditions,
+    ...profile.procedures,
+    ...profile.observations,
+    ...profile.tasks,
+  ];
+}
+
 /** Marks generated resources so integrators can tell them from their own. */
 export const GENERATED_TAG = {
   system: "urn:uae-fhir-sandbox:tag",
@@ -92,7 +105,8 @@ export function generateProfile(
       extension: [{ url: "http://hl7.org/fhir/StructureDefinition/language", valueCode: "ar" }],
     },
   ];
-  const patientId = id("Patient");
+  // A Patient sent with an id (a fixture's) keeps it; otherwise the id derives from the key.
+  const patientId = given.id ?? id("Patient");
   const patient: Patient = {
     resourceType: "Patient",
     id: patientId,

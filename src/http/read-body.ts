@@ -1,14 +1,15 @@
 export type BodyRead = { ok: true; text: string } | { ok: false; tooLarge: true; limit: number };
 
 /**
- * Reads a request body as UTF-8 text, giving up as soon as it passes
- * `limit` bytes (a declared Content-Length over the limit is refused unread).
+ * Reads a stream as UTF-8 text, stopping (and cancelling the stream) as soon
+ * as it passes `limit` bytes; `over` tells whether it did.
  */
-export async function readBody(request: Request, limit: number): Promise<BodyRead> {
-  const declared = Number(request.headers.get("content-length"));
-  if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true, limit };
-  if (!request.body) return { ok: true, text: "" };
-  const reader = request.body.getReader();
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<{ text: string; over: boolean }> {
+  if (!body) return { text: "", over: false };
+  const reader = body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;
   for (;;) {
@@ -17,9 +18,20 @@ export async function readBody(request: Request, limit: number): Promise<BodyRea
     size += value.byteLength;
     if (size > limit) {
       await reader.cancel().catch(() => undefined);
-      return { ok: false, tooLarge: true, limit };
+      return { text: Buffer.concat(chunks).toString("utf8"), over: true };
     }
     chunks.push(value);
   }
-  return { ok: true, text: Buffer.concat(chunks).toString("utf8") };
+  return { text: Buffer.concat(chunks).toString("utf8"), over: false };
+}
+
+/**
+ * Reads a request body as UTF-8 text, giving up as soon as it passes
+ * `limit` bytes (a declared Content-Length over the limit is refused unread).
+ */
+export async function readBody(request: Request, limit: number): Promise<BodyRead> {
+  const declared = Number(request.headers.get("content-length"));
+  if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true, limit };
+  const read = await readCapped(request.body, limit);
+  return read.over ? { ok: false, tooLarge: true, limit } : { ok: true, text: read.text };
 }

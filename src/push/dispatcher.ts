@@ -1,4 +1,5 @@
 import type { SandboxEvents } from "../events.js";
+import { readCapped } from "../http/read-body.js";
 import { redactHeaders } from "../journal/redact.js";
 import { hostAllowed, pushableScheme } from "./push-allow.js";
 
@@ -105,7 +106,7 @@ export class PushDispatcher {
         redirect: "manual",
         signal: controller.signal,
       });
-      const text = await readCapped(res);
+      const { text } = await readCapped(res.body, MAX_ANSWER_BYTES);
       clearTimeout(timer);
       const delivered = res.status >= 200 && res.status < 300;
       const retry = res.status >= 500 || res.status === 408 || res.status === 429;
@@ -165,24 +166,6 @@ export class PushDispatcher {
       attempt,
     });
   }
-}
-
-async function readCapped(res: Response): Promise<string> {
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > MAX_ANSWER_BYTES) {
-      await reader.cancel().catch(() => undefined);
-      break;
-    }
-    chunks.push(value);
-  }
-  return Buffer.concat(chunks).toString("utf8");
 }
 
 function describeNetworkError(error: unknown): string {

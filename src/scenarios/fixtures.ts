@@ -1,6 +1,5 @@
-import type { Patient, Reference, Resource } from "fhir/r4.js";
+import type { Patient, Resource } from "fhir/r4.js";
 import { stableUuid } from "../fhir/ids.js";
-import { generateProfile } from "../generate/patient-profile.js";
 import { patientReference } from "../handlers/profile-records.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import { identityOfPatient } from "../store/patient-identity.js";
@@ -34,23 +33,15 @@ export function applyFixtures(scenarios: readonly LoadedScenario[], targets: Fix
       const given = fixture.patient as unknown as Patient;
       const identity = identityOfPatient(given);
       const key = identity.keys[0] ?? stableUuid(targets.seed, JSON.stringify(given));
-      const profile = generateProfile(targets.seed, key, identity.given, targets.emiratesIdSystem);
-      const patient = targets.store.putPatient(
-        { ...profile.patient, id: given.id ?? profile.patient.id },
-        identity.keys,
+      // The fixture's id (if any) is kept; generated records come only with `generated: true`.
+      const patient = targets.store.ensurePatient(
+        {
+          keys: [...identity.keys, ...(identity.keys.length === 0 ? [key] : [])],
+          given: { ...identity.given, ...(given.id ? { id: given.id } : {}) },
+        },
+        { records: fixture.generated === true },
       );
       const patientId = patient.id as string;
-      if (fixture.generated) {
-        for (const r of [
-          ...profile.allergies,
-          ...profile.conditions,
-          ...profile.procedures,
-          ...profile.observations,
-          ...profile.tasks,
-        ]) {
-          targets.store.putRecord({ ...r, ...refTo(r, patient) }, patientId);
-        }
-      }
       for (const [list, field] of LISTS) {
         (fixture[list] ?? []).forEach((record, i) => {
           const resource = record as unknown as Resource;
@@ -69,11 +60,4 @@ export function applyFixtures(scenarios: readonly LoadedScenario[], targets: Fix
       });
     }
   }
-}
-
-/** Generated records point at the generated id; a fixture may give its own. */
-function refTo(resource: Resource, patient: Patient): Record<string, Reference> {
-  const field =
-    resource.resourceType === "AllergyIntolerance" ? "patient" : resource.resourceType === "Task" ? "for" : "subject";
-  return { [field]: patientReference(patient) };
 }

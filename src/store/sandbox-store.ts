@@ -1,5 +1,5 @@
 import type { Patient, Resource } from "fhir/r4.js";
-import { generateProfile } from "../generate/patient-profile.js";
+import { generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 
 /** Resource types kept per patient. */
@@ -49,9 +49,11 @@ export class SandboxStore {
 
   /**
    * The patient these keys name; an unknown one gets a generated profile,
-   * derived from the seed and its first key, with what the request sent.
+   * derived from the seed and its first key, with what the request sent
+   * (`identity.given`, its id included). `records: false` leaves out the
+   * generated clinical records (fixtures bring their own).
    */
-  ensurePatient(identity: PatientIdentity): Patient {
+  ensurePatient(identity: PatientIdentity, options: { records?: boolean } = {}): Patient {
     const known = this.findPatient(identity);
     if (known) return known;
     const key = identity.keys[0];
@@ -63,15 +65,7 @@ export class SandboxStore {
       given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
     const profile = generateProfile(this.deps.seed, key, given, this.deps.emiratesIdSystem);
     this.#addPatient(profile.patient, identity.keys);
-    for (const r of [
-      ...profile.allergies,
-      ...profile.conditions,
-      ...profile.procedures,
-      ...profile.observations,
-      ...profile.tasks,
-    ]) {
-      this.#hold(r, profile.patient.id as string);
-    }
+    if (options.records !== false) for (const r of profileRecords(profile)) this.#hold(r, profile.patient.id as string);
     return structuredClone(profile.patient);
   }
 
