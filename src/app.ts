@@ -60,8 +60,12 @@ export const defaultDeps = (): SandboxDeps => ({
   handlers: {},
 });
 
-/** Budget of body text the journal holds, whatever the call count (about 256 MiB of UTF-16). */
-const JOURNAL_MAX_CHARS = 128 * 1024 * 1024;
+/**
+ * Budget of body text the journal holds, whatever the call count: 64 Mi
+ * characters, at most 128 MiB (strings with Arabic text take two bytes a
+ * character), so --journal-limit calls of large profiles stay within memory.
+ */
+const JOURNAL_MAX_CHARS = 64 * 1024 * 1024;
 
 export interface SandboxApp {
   /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */

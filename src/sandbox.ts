@@ -80,11 +80,10 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     app: internals.app,
     internals,
     calls: (filter) => journal.list(filter).map(callView),
-    verify: (expectation) => compiled(expectation)(journal.list()),
+    verify: (expectation) => compiled(expectation).verify(journal.list()),
     // async: a malformed expectation rejects the promise; the waiter still subscribes before this returns.
     async waitFor(expectation, timeoutMs = 5000) {
-      const verify = compiled(expectation);
-      return waitUntil(events, () => verify(journal.list()), timeoutMs, closing.signal);
+      return waitUntil(events, compiled(expectation), () => journal.list(), timeoutMs, closing.signal);
     },
     reset: internals.reset,
     addRules(scenario) {

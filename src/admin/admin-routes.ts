@@ -159,19 +159,20 @@ export function adminRoutes(deps: AdminDeps): Hono {
       return { ok: false as const, response: problem(400, `Bad expectation: ${describeZod(parsed.error)}.`) };
     const compiled = compileExpectation(parsed.data);
     if (!compiled.ok) return { ok: false as const, response: problem(400, compiled.reason) };
-    return { ok: true as const, verify: () => compiled.verify(deps.journal.list()), timeoutMs: parsed.data.timeoutMs };
+    return { ok: true as const, expectation: compiled.verify, timeoutMs: parsed.data.timeoutMs };
   };
 
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.verify());
+    return c.json(e.expectation.verify(deps.journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    const result = await waitUntil(deps.events, e.verify, e.timeoutMs ?? 5000, c.req.raw.signal);
+    const calls = () => deps.journal.list();
+    const result = await waitUntil(deps.events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
     return c.json(result);
   });
 

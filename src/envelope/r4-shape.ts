@@ -41,8 +41,22 @@ interface Element {
 /** Every type suffix of a choice element (valueQuantity → Quantity), longest first. */
 const CHOICE_SUFFIXES = [...new Set(Object.values(model.choiceTypePaths).flat())].sort((a, b) => b.length - a.length);
 
+/** Lookups already made: the model is fixed, and requests meet the same few hundred elements again and again. */
+const known = new Map<string, Element | null>();
+
 /** The element `key` of `base` (a type name or an element path), following inheritance and choice types. */
 function elementOf(base: string, key: string): Element | undefined {
+  const id = `${base}\u0000${key}`;
+  let found = known.get(id);
+  if (found === undefined) {
+    found = lookUp(base, key) ?? null;
+    // Bounded: unknown keys in hostile input must not grow the cache without end.
+    if (known.size < 20_000) known.set(id, found);
+  }
+  return found ?? undefined;
+}
+
+function lookUp(base: string, key: string): Element | undefined {
   for (let owner: string | undefined = base; owner; owner = model.type2Parent[owner]) {
     const path = `${owner}.${key}`;
     const target = model.pathsDefinedElsewhere[path] ?? path;

@@ -25,7 +25,8 @@ export interface CallFilter {
  * request path calls it directly.
  */
 export class Journal {
-  readonly #calls: CallRecord[] = [];
+  /** Slots before #start are dropped calls, emptied so they are not kept alive until the next compaction. */
+  readonly #calls: Array<CallRecord | undefined> = [];
   #start = 0;
   #chars = 0;
   #nextId = 1;
@@ -47,6 +48,7 @@ export class Journal {
     this.#chars += size;
     while (this.#live() > this.limits.maxCalls || (this.#chars > this.limits.maxChars && this.#live() > 1)) {
       const dropped = this.#calls[this.#start];
+      this.#calls[this.#start] = undefined;
       this.#start++;
       this.#chars -= dropped?.size ?? 0;
     }

@@ -42,7 +42,14 @@ export interface Verification {
 const NEAR_MISSES = 5;
 
 /** A compiled expectation: throws nothing; a bad FHIRPath is reported by `compileExpectation`. */
-export type CompiledExpectation = (calls: readonly CallRecord[]) => Verification;
+export interface CompiledExpectation {
+  /** The whole verification over these calls, near misses included. */
+  verify(calls: readonly CallRecord[]): Verification;
+  /** Whether one call matches: lets a waiter count new calls instead of re-reading the journal. */
+  matches(call: CallRecord): boolean;
+  /** Whether this many matching calls satisfy the expectation. */
+  holds(matched: number): boolean;
+}
 
 export function compileExpectation(
   e: Expectation,
@@ -65,38 +72,42 @@ export function compileExpectation(
           .filter(Boolean)
           .join(" and ");
 
+  const holds = (n: number) =>
+    e.count !== undefined
+      ? n === e.count
+      : n >= (e.atLeast ?? (e.atMost === undefined ? 1 : 0)) && (e.atMost === undefined || n <= e.atMost);
+
+  const verify = (calls: readonly CallRecord[]): Verification => {
+    const matched: string[] = [];
+    const misses: Array<NearMiss & { weight: number }> = [];
+    for (const call of calls) {
+      const reasons = reasonsAgainst(call);
+      if (reasons.length === 0) matched.push(call.id);
+      else
+        misses.push({
+          callId: call.id,
+          operation: call.operation,
+          direction: call.direction,
+          at: call.at.toISOString(),
+          reasons,
+          weight: reasons.length,
+        });
+    }
+    const n = matched.length;
+    const ok = holds(n);
+    // Closest first (fewest failed criteria), most recent first among equals.
+    const nearMisses = ok
+      ? []
+      : misses
+          .reverse()
+          .sort((a, b) => a.weight - b.weight)
+          .slice(0, NEAR_MISSES)
+          .map(({ weight: _w, ...m }) => m);
+    return { ok, matched: n, callIds: matched, expected: `${expected} matching call(s)`, nearMisses };
+  };
+
   return {
     ok: true,
-    verify: (calls) => {
-      const matched: string[] = [];
-      const misses: Array<NearMiss & { weight: number }> = [];
-      for (const call of calls) {
-        const reasons = reasonsAgainst(call);
-        if (reasons.length === 0) matched.push(call.id);
-        else
-          misses.push({
-            callId: call.id,
-            operation: call.operation,
-            direction: call.direction,
-            at: call.at.toISOString(),
-            reasons,
-            weight: reasons.length,
-          });
-      }
-      const n = matched.length;
-      const ok =
-        e.count !== undefined
-          ? n === e.count
-          : n >= (e.atLeast ?? (e.atMost === undefined ? 1 : 0)) && (e.atMost === undefined || n <= e.atMost);
-      // Closest first (fewest failed criteria), most recent first among equals.
-      const nearMisses = ok
-        ? []
-        : misses
-            .reverse()
-            .sort((a, b) => a.weight - b.weight)
-            .slice(0, NEAR_MISSES)
-            .map(({ weight: _w, ...m }) => m);
-      return { ok, matched: n, callIds: matched, expected: `${expected} matching call(s)`, nearMisses };
-    },
+    verify: { verify, holds, matches: (call) => compiled.matcher.matches(factsOfCall(call)) },
   };
 }

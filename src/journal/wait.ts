@@ -1,29 +1,34 @@
 import type { SandboxEvents } from "../events.js";
-import type { Verification } from "./verify.js";
+import type { CallRecord } from "./call-record.js";
+import type { CompiledExpectation, Verification } from "./verify.js";
 
 /**
- * Resolves as soon as `verify()` holds — re-checked on each newly recorded
- * call, not by polling — or with the last verification at the timeout or
- * when `signal` aborts (a client that gave up must not leave a waiter behind).
+ * Resolves as soon as the expectation holds — each newly recorded call is
+ * matched on its own and counted, so waiting for n calls costs n checks, not
+ * n journal scans — or with the full verification at the timeout or when
+ * `signal` aborts (a client that gave up must not leave a waiter behind).
  */
 export function waitUntil(
   events: SandboxEvents,
-  verify: () => Verification,
+  expectation: CompiledExpectation,
+  calls: () => readonly CallRecord[],
   timeoutMs: number,
   signal?: AbortSignal,
 ): Promise<Verification> {
   return new Promise((resolve) => {
-    const first = verify();
+    const first = expectation.verify(calls());
     if (first.ok || signal?.aborted) {
       resolve(first);
       return;
     }
-    const onRecorded = () => {
-      const now = verify();
-      if (now.ok) finish(now);
+    let matched = first.matched;
+    const onRecorded = (call: CallRecord) => {
+      if (!expectation.matches(call)) return;
+      matched++;
+      if (expectation.holds(matched)) finish(expectation.verify(calls()));
     };
-    const onAbort = () => finish(verify());
-    const timer = setTimeout(() => finish(verify()), timeoutMs);
+    const onAbort = () => finish(expectation.verify(calls()));
+    const timer = setTimeout(() => finish(expectation.verify(calls())), timeoutMs);
     function finish(v: Verification) {
       clearTimeout(timer);
       events.off("call:recorded", onRecorded);

@@ -26,9 +26,10 @@ interface Held {
 
 /**
  * The sandbox's state: patients found by any of their keys, and their
- * records by `Type/id`. Handlers go through these methods only. Stored
- * resources are copies; callers get copies back, so nothing outside can
- * change what is stored.
+ * records by `Type/id`. Handlers go through these methods only. A stored
+ * resource is frozen and handed out as is (no copy on every read, the
+ * request path's biggest cost before): callers build new objects to change
+ * one, and the store keeps what it was given, so give it objects you own.
  */
 export class SandboxStore {
   readonly #patients = new Map<string, Patient>();
@@ -42,7 +43,7 @@ export class SandboxStore {
   findPatient(identity: PatientIdentity): Patient | undefined {
     for (const key of identity.keys) {
       const id = this.#keys.get(key);
-      if (id) return structuredClone(this.#patients.get(id));
+      if (id) return this.#patients.get(id);
     }
     return undefined;
   }
@@ -66,19 +67,19 @@ export class SandboxStore {
     const profile = generateProfile(this.deps.seed, key, given, this.deps.emiratesIdSystem);
     this.#addPatient(profile.patient, identity.keys);
     if (options.records !== false) for (const r of profileRecords(profile)) this.#hold(r, profile.patient.id as string);
-    return structuredClone(profile.patient);
+    return this.#patients.get(profile.patient.id as string) as Patient;
   }
 
   /** Adds a patient as given (fixtures), known by its identifiers, its id and `keys`. */
   putPatient(patient: Patient, keys: string[] = []): Patient {
     const stored = { ...patient, id: patient.id ?? this.deps.newId() } as Patient;
     this.#addPatient(stored, keys);
-    return structuredClone(stored);
+    return stored;
   }
 
   #addPatient(patient: Patient, keys: string[]): void {
     const id = patient.id as string;
-    this.#patients.set(id, structuredClone(patient));
+    this.#patients.set(id, deepFreeze(structuredClone(patient)));
     const all = [
       ...keys,
       id,
@@ -91,32 +92,32 @@ export class SandboxStore {
   #hold(resource: Resource, patientId: string): void {
     const ref = `${resource.resourceType}/${resource.id}`;
     if (!this.#records.has(ref)) this.#byPatient.get(patientId)?.push(ref);
-    this.#records.set(ref, { resource: structuredClone(resource), patientId });
+    this.#records.set(ref, { resource: deepFreeze(resource), patientId });
   }
 
   /** Stores a record as given (fixtures): its id kept, or a server id; version 1 unless it has one. */
   putRecord<R extends Resource>(resource: R, patientId: string): R {
     const id = resource.id ?? this.deps.newId();
     const stored = {
-      ...structuredClone(resource),
+      ...resource,
       id,
       meta: { versionId: "1", lastUpdated: this.deps.now().toISOString(), ...resource.meta },
     } as R;
     this.#hold(stored, patientId);
-    return structuredClone(stored);
+    return stored;
   }
 
   /** A stored record and the id of the patient it belongs to. */
   get<R extends Resource>(type: RecordType, id: string): { resource: R; patientId: string } | undefined {
     const held = this.#records.get(`${type}/${id}`);
-    return held ? { resource: structuredClone(held.resource) as R, patientId: held.patientId } : undefined;
+    return held ? { resource: held.resource as R, patientId: held.patientId } : undefined;
   }
 
   /** Stores a new record for a patient with a server id and version 1. */
   create<R extends Resource>(resource: R, patientId: string): R {
     const stored = this.#stamp(resource, this.deps.newId(), 1);
     this.#hold(stored, patientId);
-    return structuredClone(stored);
+    return stored;
   }
 
   /** Replaces a stored record with a new version (versionId + 1). */
@@ -127,11 +128,11 @@ export class SandboxStore {
     const version = Number(held.resource.meta?.versionId ?? "1") + 1;
     const stored = this.#stamp(resource, resource.id as string, version);
     this.#hold(stored, held.patientId);
-    return structuredClone(stored);
+    return stored;
   }
 
   #stamp<R extends Resource>(resource: R, id: string, version: number): R {
-    const { meta, ...rest } = structuredClone(resource);
+    const { meta, ...rest } = resource;
     const { versionId: _v, lastUpdated: _l, ...keptMeta } = meta ?? {};
     return {
       ...rest,
@@ -144,9 +145,7 @@ export class SandboxStore {
   records<R extends Resource>(patientId: string, types: readonly RecordType[]): R[] {
     return (this.#byPatient.get(patientId) ?? []).flatMap((ref) => {
       const held = this.#records.get(ref);
-      return held && (types as readonly string[]).includes(held.resource.resourceType)
-        ? [structuredClone(held.resource) as R]
-        : [];
+      return held && (types as readonly string[]).includes(held.resource.resourceType) ? [held.resource as R] : [];
     });
   }
 
@@ -157,7 +156,7 @@ export class SandboxStore {
     if (!id || !patient) return undefined;
     const keys = [...this.#keys].filter(([, v]) => v === id).map(([k]) => k);
     return {
-      patient: structuredClone(patient),
+      patient,
       keys,
       records: this.records(id, ["AllergyIntolerance", "Condition", "Procedure", "Observation", "Task"]),
     };
@@ -170,4 +169,13 @@ export class SandboxStore {
     this.#records.clear();
     this.#byPatient.clear();
   }
+}
+
+/** Freezes a resource and everything in it, so a handed-out record cannot be changed by mistake. */
+function deepFreeze<T>(value: T): T {
+  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const child of Object.values(value)) deepFreeze(child);
+  }
+  return value;
 }

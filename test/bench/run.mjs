@@ -4,8 +4,9 @@
 //   node test/bench/run.mjs                     every section
 //   node test/bench/run.mjs scenario-matching   only the sections named
 //
-// Settings (environment): BENCH_CONNECTIONS (10), BENCH_REQUESTS (3000),
-// BENCH_WARMUP (300), BENCH_ROUNDS (4), BENCH_TIMEOUT_MS per request (10000).
+// Settings (environment): BENCH_REQUESTS (3000) and BENCH_WARMUP (300) per run,
+// BENCH_TIMEOUT_MS per request (10000); BENCH_CONNECTIONS (10) and BENCH_ROUNDS (4)
+// of scenario-matching (throughput always uses 10 and 50 connections, 3 rounds).
 //
 // A section is { id, title, run(settings) → Promise<Markdown | { markdown, summary }> },
 // summary lines being { what, value, target?, met? } for the table printed at the
