@@ -17,7 +17,7 @@ import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
-import { type Answer, createMessagePipeline } from "./pipeline/process-message.js";
+import { createMessagePipeline, type StoredAnswer } from "./pipeline/process-message.js";
 import { ReplayCache } from "./pipeline/replay-cache.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
@@ -113,7 +113,7 @@ export function createApp(
   );
   const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
-  const replays = new ReplayCache<Answer>(options.journalLimit);
+  const replays = new ReplayCache<StoredAnswer>(options.journalLimit);
   const store = new SandboxStore({
     seed: options.seed,
     emiratesIdSystem: options.emiratesIdSystem,

@@ -34,8 +34,10 @@ export function fhirResponse(
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
+  /** The body already serialized, to save serializing it twice. */
+  serialized?: string,
 ): Response {
-  const text = JSON.stringify(body);
+  const text = serialized ?? JSON.stringify(body);
   c.set("responseText", text);
   return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
 }

@@ -75,7 +75,8 @@ export function mountMessageRoutes(
       }
       const body = answer.body as { resourceType?: unknown } | undefined;
       const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
-      return fhirResponse(c, answer.status, wrap ? { content: JSON.stringify(body) } : body, answer.headers);
+      const text = answer.serialized ?? JSON.stringify(body);
+      return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? JSON.stringify({ content: text }) : text);
     });
   }
 }

@@ -44,6 +44,14 @@ export interface Answer {
   fault?: Fault;
   /** With --proxy: no rule answered, so the upstream service answers instead of the sandbox. */
   forward?: true;
+  /** `body` as JSON text, when the pipeline serialized it already. */
+  serialized?: string;
+}
+
+/** A processed answer as the duplicate memory keeps it: serialized, a fraction of the object graph's size. */
+export interface StoredAnswer {
+  status: number;
+  body: string;
 }
 
 export interface PipelineOptions {
@@ -57,7 +65,7 @@ export interface PipelineOptions {
 export interface PipelineDeps extends HandlerContext {
   catalogue: Catalogue;
   handlers: HandlerTable;
-  replays: ReplayCache<Answer>;
+  replays: ReplayCache<StoredAnswer>;
   /** Scenario rules: which one, if any, answers a message. */
   scenarios: { decide(facts: RequestFacts): Scripted | undefined };
   random(): number;
@@ -164,7 +172,14 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     if (options.proxy) return forward({ operation, messageId, ...ruled });
 
     const earlier = deps.replays.get(messageId);
-    if (earlier) return { ...earlier, duplicate: true, ...ruled };
+    if (earlier) {
+      return {
+        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
+        duplicate: true,
+        ...ruled,
+        serialized: earlier.body,
+      };
+    }
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -182,8 +197,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
               messageId,
             },
           );
-    deps.replays.remember(messageId, built);
-    return { ...built, ...ruled };
+    const serialized = JSON.stringify(built.body);
+    deps.replays.remember(messageId, { status: built.status, body: serialized });
+    return { ...built, ...ruled, serialized };
   };
 }
 
