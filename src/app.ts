@@ -60,12 +60,11 @@ export const defaultDeps = (): SandboxDeps => ({
   handlers: {},
 });
 
-/**
- * Budget of body text the journal holds, whatever the call count: 64 Mi
- * characters, at most 128 MiB (strings with Arabic text take two bytes a
- * character), so --journal-limit calls of large profiles stay within memory.
- */
-const JOURNAL_MAX_CHARS = 64 * 1024 * 1024;
+/** Most processed answers remembered for resent message ids. */
+const REPLAY_LIMIT = 2_000;
+
+/** Budget of body bytes the journal holds, whatever the call count, so --journal-limit calls of large profiles stay within memory. */
+const JOURNAL_MAX_BYTES = 96 * 1024 * 1024;
 
 export interface SandboxApp {
   /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */
@@ -107,13 +106,14 @@ export function createApp(
 
   const events = new SandboxEvents();
   const journal = new Journal(
-    { maxCalls: options.journalLimit, maxChars: JOURNAL_MAX_CHARS },
+    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
     events,
     options.journalFile ? nextIdAfter(options.journalFile) : 1,
   );
   const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
-  const replays = new ReplayCache<StoredAnswer>(options.journalLimit);
+  // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
+  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
   const store = new SandboxStore({
     seed: options.seed,
     emiratesIdSystem: options.emiratesIdSystem,

@@ -30,6 +30,6 @@ export interface CallDraft {
 
 export interface CallRecord extends CallDraft {
   id: string;
-  /** Text bytes held for this call, for the journal's memory budget. */
+  /** Body bytes held for this call, for the journal's memory budget. */
   size: number;
 }

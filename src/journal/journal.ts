@@ -5,8 +5,8 @@ import { redactCall } from "./redact.js";
 export interface JournalLimits {
   /** Most calls kept; the oldest go first. */
   maxCalls: number;
-  /** Most body text kept, in UTF-16 code units; the oldest calls go first. */
-  maxChars: number;
+  /** Most body bytes kept (UTF-8); the oldest calls go first. */
+  maxBytes: number;
 }
 
 export interface CallFilter {
@@ -28,7 +28,7 @@ export class Journal {
   /** Slots before #start are dropped calls, emptied so they are not kept alive until the next compaction. */
   readonly #calls: Array<CallRecord | undefined> = [];
   #start = 0;
-  #chars = 0;
+  #bytes = 0;
   #nextId = 1;
 
   constructor(
@@ -42,15 +42,16 @@ export class Journal {
   }
 
   #record(draft: CallDraft): void {
-    const size = draft.request.body.length + (draft.response?.body.length ?? 0);
+    // Kept as JS strings on purpose: the GC compacts them, where many mid-sized off-heap buffers fragment the process's memory.
+    const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
     const record: CallRecord = { ...draft, id: String(this.#nextId++), size };
     this.#calls.push(record);
-    this.#chars += size;
-    while (this.#live() > this.limits.maxCalls || (this.#chars > this.limits.maxChars && this.#live() > 1)) {
+    this.#bytes += size;
+    while (this.#live() > this.limits.maxCalls || (this.#bytes > this.limits.maxBytes && this.#live() > 1)) {
       const dropped = this.#calls[this.#start];
       this.#calls[this.#start] = undefined;
       this.#start++;
-      this.#chars -= dropped?.size ?? 0;
+      this.#bytes -= dropped?.size ?? 0;
     }
     // Compact now and then so dropped calls do not pin memory.
     if (this.#start > 1024 && this.#start * 2 > this.#calls.length) {
@@ -89,6 +90,6 @@ export class Journal {
   clear(): void {
     this.#calls.length = 0;
     this.#start = 0;
-    this.#chars = 0;
+    this.#bytes = 0;
   }
 }

@@ -48,10 +48,10 @@ export interface Answer {
   serialized?: string;
 }
 
-/** A processed answer as the duplicate memory keeps it: serialized, a fraction of the object graph's size. */
+/** A processed answer as the duplicate memory keeps it: serialized UTF-8, a fraction of the object graph's size. */
 export interface StoredAnswer {
   status: number;
-  body: string;
+  body: Buffer;
 }
 
 export interface PipelineOptions {
@@ -173,11 +173,12 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const earlier = deps.replays.get(messageId);
     if (earlier) {
+      const text = earlier.body.toString("utf8");
       return {
-        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
+        ...answer(earlier.status, JSON.parse(text), { operation, messageId }),
         duplicate: true,
         ...ruled,
-        serialized: earlier.body,
+        serialized: text,
       };
     }
 
@@ -198,7 +199,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
             },
           );
     const serialized = JSON.stringify(built.body);
-    deps.replays.remember(messageId, { status: built.status, body: serialized });
+    deps.replays.remember(messageId, { status: built.status, body: Buffer.from(serialized, "utf8") });
     return { ...built, ...ruled, serialized };
   };
 }

@@ -47,7 +47,7 @@ describe("the journal is bounded (--journal-limit)", () => {
 
   it("stays at its bound over many calls", () => {
     const events = new SandboxEvents();
-    const journal = new Journal({ maxCalls: 3, maxChars: 1_000_000 }, events);
+    const journal = new Journal({ maxCalls: 3, maxBytes: 1_000_000 }, events);
 
     for (let i = 0; i < 5000; i++) events.emit("call:completed", draft(`call ${i}`));
 
@@ -58,7 +58,7 @@ describe("the journal is bounded (--journal-limit)", () => {
 
   it("drops the oldest calls when their bodies pass the text budget, keeping at least the newest", () => {
     const events = new SandboxEvents();
-    const journal = new Journal({ maxCalls: 100, maxChars: 250 }, events);
+    const journal = new Journal({ maxCalls: 100, maxBytes: 250 }, events);
 
     for (const body of ["a".repeat(100), "b".repeat(100), "c".repeat(100)]) events.emit("call:completed", draft(body));
     expect(journal.list().map((c) => c.request.body[0])).toEqual(["b", "c"]);
