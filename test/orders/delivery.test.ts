@@ -1,4 +1,4 @@
-import type { Bundle, Organization, Patient, Resource, Subscription, Task } from "fhir/r4.js";
+import type { Bundle, Patient, Resource, Subscription, Task } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
@@ -8,6 +8,8 @@ import { admin, listCalls } from "../admin/admin-client.js";
 import { expectRefusal } from "../routing/response-checks.js";
 import { example, focusOf, messageBundle, post, responseHeader } from "../support/messages.js";
 import { type Answer, refusedUrl, startReceiver } from "../support/receiver.js";
+import { within } from "../support/within.js";
+import { pharmacyOrganization, subscribe as subscribePharmacy } from "./pharmacy-client.js";
 
 type OrderView = ReturnType<typeof orderView>;
 
@@ -29,36 +31,17 @@ async function receiver(answer?: Answer) {
   return r;
 }
 
-/** Rejects when `promise` has not settled within `ms`: every wait in this file is bounded. */
-function within<T>(promise: Promise<T>, what: string, ms = 4_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-const pharmacy = (licence: string): Organization => ({
-  resourceType: "Organization",
-  id: `org-${licence}`,
-  identifier: [{ system: "urn:ae:pharmacy-licence", value: licence }],
-  name: `Pharmacy ${licence}`,
-});
-
+/** Subscribes a pharmacy (test/orders/pharmacy-client.ts) and returns the active Subscription. */
 async function subscribe(
   app: Hono,
   licence: string,
   endpoint: string,
   options: { header?: string[]; status?: Subscription["status"] } = {},
 ): Promise<Subscription> {
-  const subscription: Subscription = {
-    resourceType: "Subscription",
-    status: options.status ?? "requested",
-    reason: "Drug order fulfillment requests",
-    criteria: "Task?code=fulfill",
-    channel: { type: "rest-hook", endpoint, payload: "application/fhir+json", header: options.header ?? [] },
-  };
-  const reply = await post(app, messageBundle("subscribe-order-notifications", [subscription, pharmacy(licence)]));
+  const reply = await subscribePharmacy(app, licence, endpoint, {
+    ...(options.header ? { headers: options.header } : {}),
+    ...(options.status ? { status: options.status } : {}),
+  });
   expect(reply.status, JSON.stringify(reply.body)).toBe(200);
   expect(responseHeader(reply.body).response?.code).toBe("ok");
   return focusOf(reply.body)[0] as Subscription;
@@ -110,7 +93,7 @@ async function orderWhere(
 
 /** A message from a pharmacy: its Organization is MessageHeader.sender. */
 function fromPharmacy(event: string, licence: string, resources: Resource[]): Bundle {
-  const org = pharmacy(licence);
+  const org = pharmacyOrganization(licence);
   return messageBundle(event, [...resources, org], {
     focus: resources.map((_, i) => i),
     header: { sender: { reference: `Organization/${org.id}` } },

@@ -15,7 +15,8 @@ import type {
 } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { expect, vi } from "vitest";
-import type { Logger, SandboxApp } from "../../src/app.js";
+import { createApp, type Logger, type SandboxApp } from "../../src/app.js";
+import type { SandboxOptions } from "../../src/config/options.js";
 import type { Order } from "../../src/orders/order.js";
 import { messageBundle, post, type Reply, responseHeader } from "../support/messages.js";
 
@@ -449,4 +450,28 @@ export async function placeOrder({ sandbox, app, inbox }: PharmacySandbox, body?
     task: (licence) => taskOf(push(licence).bundle),
     requests: first ? medicationRequestsOf(first.bundle) : [],
   };
+}
+
+/** Two medication items, for orders where availability per item matters. */
+export const TWO_ITEMS = {
+  items: [
+    { medication: { code: "861007" }, quantity: 60 },
+    { medication: { code: "314077" }, quantity: 30 },
+  ],
+};
+
+/**
+ * A sandbox whose pushes go to an in-process inbox, with these pharmacies
+ * subscribed; its close() is added to `closers` for the test's afterEach.
+ */
+export function sandboxWith(
+  closers: Array<() => unknown>,
+  options: Partial<SandboxOptions>,
+  licences: readonly string[],
+): Promise<PharmacySandbox> {
+  return withPharmacies((inbox) => {
+    const sandbox = createApp({ pushBackoffMs: 1, ...options }, { fetch: inbox.fetch, logger: quietLogger });
+    closers.push(sandbox.close);
+    return sandbox;
+  }, licences);
 }

@@ -1,6 +1,5 @@
 import type { Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../../src/app.js";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { focusOf, responseHeader } from "../support/messages.js";
 import {
@@ -11,19 +10,12 @@ import {
   pharmacyIn,
   placeOrder,
   pushesSettled,
-  quietLogger,
   receiveAllocation,
+  sandboxWith,
+  TWO_ITEMS,
   taskOf,
   useFakeClock,
-  withPharmacies,
 } from "./pharmacy-client.js";
-
-const TWO_ITEMS = {
-  items: [
-    { medication: { code: "861007" }, quantity: 60 },
-    { medication: { code: "314077" }, quantity: 30 },
-  ],
-};
 
 const closers: Array<() => unknown> = [];
 afterEach(() => {
@@ -31,13 +23,7 @@ afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
-function sandboxWith(options: Partial<SandboxOptions>, licences: readonly string[]): Promise<PharmacySandbox> {
-  return withPharmacies((inbox) => {
-    const sandbox = createApp({ pushBackoffMs: 1, ...options }, { fetch: inbox.fetch, logger: quietLogger });
-    closers.push(sandbox.close);
-    return sandbox;
-  }, licences);
-}
+const open = (options: Partial<SandboxOptions>, licences: readonly string[]) => sandboxWith(closers, options, licences);
 
 async function allocate(p: PharmacySandbox, orderId: string, body: unknown) {
   const res = await p.app.request(`/__admin/orders/${orderId}/allocate`, {
@@ -78,7 +64,7 @@ describe("--allocation first-confirmed (default)", () => {
       ],
     },
   ] as const)("$name", async ({ steps }) => {
-    const p = await sandboxWith({}, ["PH-A", "PH-B", "PH-C"]);
+    const p = await open({}, ["PH-A", "PH-B", "PH-C"]);
     const placed = await placeOrder(p, TWO_ITEMS);
     for (const [licence, availability, allocatedTo] of steps) {
       const reply = await confirm(p.app, licence, placed.task(licence), {
@@ -92,7 +78,7 @@ describe("--allocation first-confirmed (default)", () => {
   });
 
   it("the others become not-allocated (Task cancelled) and their receive-allocation answers ok with that Task", async () => {
-    const p = await sandboxWith({}, ["PH-A", "PH-B", "PH-C"]);
+    const p = await open({}, ["PH-A", "PH-B", "PH-C"]);
     const placed = await placeOrder(p, TWO_ITEMS);
     expect(
       okCode(
@@ -236,7 +222,7 @@ const BEST: BestCase[] = [
 describe("--allocation best-at-deadline", () => {
   it.each(BEST)("$name", async ({ items = 2, confirms, winner }) => {
     useFakeClock();
-    const p = await sandboxWith({ allocation: "best-at-deadline" }, ["PH-A", "PH-B", "PH-C"]);
+    const p = await open({ allocation: "best-at-deadline" }, ["PH-A", "PH-B", "PH-C"]);
     const codes = ["861007", "314077", "259255"].slice(0, items);
     const placed = await placeOrder(p, { deadline: "30s", items: codes.map((code) => ({ medication: { code } })) });
     for (const [licence, availability, extra = {}] of confirms) {
@@ -287,7 +273,7 @@ describe("--allocation best-at-deadline", () => {
 
 describe("--allocation manual", () => {
   it("allocates nothing by itself; POST /__admin/orders/{id}/allocate does, and pushes order-allocation", async () => {
-    const p = await sandboxWith({ allocation: "manual" }, ["PH-A", "PH-B", "PH-C"]);
+    const p = await open({ allocation: "manual" }, ["PH-A", "PH-B", "PH-C"]);
     const placed = await placeOrder(p);
     const id = placed.order.id;
     expect(okCode(await confirm(p.app, "PH-A", placed.task("PH-A"), { availability: "available" }))).toBe("ok");
@@ -330,7 +316,7 @@ describe("--allocation manual", () => {
 
   it("at the deadline with a confirmation the order stays open (the unconfirmed expire) and can still be allocated", async () => {
     useFakeClock();
-    const p = await sandboxWith({ allocation: "manual" }, ["PH-A", "PH-B"]);
+    const p = await open({ allocation: "manual" }, ["PH-A", "PH-B"]);
     const placed = await placeOrder(p, { ...TWO_ITEMS, deadline: "20s" });
     expect(
       okCode(
@@ -362,7 +348,7 @@ describe("--allocation manual", () => {
 
   it("at the deadline with nothing available the order expires", async () => {
     useFakeClock();
-    const p = await sandboxWith({ allocation: "manual" }, ["PH-A", "PH-B"]);
+    const p = await open({ allocation: "manual" }, ["PH-A", "PH-B"]);
     const placed = await placeOrder(p, { deadline: "20s" });
     expect(okCode(await confirm(p.app, "PH-A", placed.task("PH-A"), { availability: "unavailable" }))).toBe("ok");
     vi.advanceTimersByTime(20_000);

@@ -1,4 +1,4 @@
-import type { OperationOutcome, Organization, Subscription } from "fhir/r4.js";
+import type { OperationOutcome } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
@@ -9,8 +9,10 @@ import type { orderView } from "../../src/orders/order-view.js";
 import { PushDispatcher } from "../../src/push/dispatcher.js";
 import { hostAllowed, pushableScheme } from "../../src/push/push-allow.js";
 import { admin, listCalls } from "../admin/admin-client.js";
-import { focusOf, messageBundle, post, type Reply } from "../support/messages.js";
+import { focusOf, type Reply } from "../support/messages.js";
 import { startReceiver } from "../support/receiver.js";
+import { within } from "../support/within.js";
+import { subscribe } from "./pharmacy-client.js";
 
 type OrderView = ReturnType<typeof orderView>;
 
@@ -39,33 +41,6 @@ async function receiver() {
   const r = await startReceiver();
   closers.push(r.close);
   return r;
-}
-
-/** Rejects when `promise` has not settled within `ms`. */
-function within<T>(promise: Promise<T>, what: string, ms = 4_000): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what}: nothing within ${ms} ms`)), ms);
-  });
-  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
-}
-
-const pharmacy = (licence: string): Organization => ({
-  resourceType: "Organization",
-  id: `org-${licence}`,
-  identifier: [{ system: "urn:ae:pharmacy-licence", value: licence }],
-  name: `Pharmacy ${licence}`,
-});
-
-function subscribe(app: Hono, licence: string, endpoint: string): Promise<Reply> {
-  const subscription: Subscription = {
-    resourceType: "Subscription",
-    status: "requested",
-    reason: "Drug order fulfillment requests",
-    criteria: "Task?code=fulfill",
-    channel: { type: "rest-hook", endpoint, payload: "application/fhir+json" },
-  };
-  return post(app, messageBundle("subscribe-order-notifications", [subscription, pharmacy(licence)]));
 }
 
 /** A 400 OperationOutcome whose issue points at the Subscription's channel.endpoint; returns its diagnostics. */

@@ -17,17 +17,12 @@ import {
   quietLogger,
   receiveAllocation,
   subscribe,
+  TWO_ITEMS,
   useFakeClock,
   withPharmacies,
 } from "./pharmacy-client.js";
 
 const LICENCES = ["PH-A", "PH-B"] as const;
-const TWO_ITEMS = {
-  items: [
-    { medication: { code: "861007" }, quantity: 60 },
-    { medication: { code: "314077" }, quantity: 30 },
-  ],
-};
 
 const closers: Array<() => unknown> = [];
 afterEach(() => {

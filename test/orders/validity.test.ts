@@ -1,6 +1,5 @@
 import type { Bundle, Resource, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { createApp } from "../../src/app.js";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { type Reply, responseHeader } from "../support/messages.js";
 import { r4Problems } from "../support/validator.js";
@@ -8,14 +7,12 @@ import {
   confirm,
   dispense,
   dispensesFor,
-  type PharmacySandbox,
   placeOrder,
   pushesSettled,
-  quietLogger,
   receiveAllocation,
+  sandboxWith,
   subscribe,
   useFakeClock,
-  withPharmacies,
 } from "./pharmacy-client.js";
 
 const closers: Array<() => unknown> = [];
@@ -24,13 +21,7 @@ afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
-function sandboxWith(options: Partial<SandboxOptions>, licences: readonly string[]): Promise<PharmacySandbox> {
-  return withPharmacies((inbox) => {
-    const sandbox = createApp({ pushBackoffMs: 1, ...options }, { fetch: inbox.fetch, logger: quietLogger });
-    closers.push(sandbox.close);
-    return sandbox;
-  }, licences);
-}
+const open = (options: Partial<SandboxOptions>, licences: readonly string[]) => sandboxWith(closers, options, licences);
 
 /** Collects what the sandbox said, each to be validated, with what the test expected of it. */
 class Said {
@@ -60,7 +51,7 @@ class Said {
 describe("everything the order flow sends and answers is valid FHIR R4 (independent validator)", () => {
   it("a medication order: subscriptions, fulfillment requests, confirmations, allocation, receive-allocation, dispense — ok and refused", async () => {
     const said = new Said();
-    const p = await sandboxWith({}, []);
+    const p = await open({}, []);
     for (const licence of ["PH-A", "PH-B", "PH-C"]) {
       said.answer(
         `subscribe ${licence}`,
@@ -195,7 +186,7 @@ describe("everything the order flow sends and answers is valid FHIR R4 (independ
   it("a device order with --business-errors http and --allocation manual: requests, expired and allocated Tasks, dispense by Task", async () => {
     useFakeClock();
     const said = new Said();
-    const p = await sandboxWith({ businessErrors: "http", allocation: "manual" }, ["PH-A", "PH-B"]);
+    const p = await open({ businessErrors: "http", allocation: "manual" }, ["PH-A", "PH-B"]);
     const placed = await placeOrder(p, {
       items: [{ device: { code: "70665002", display: "Blood pressure cuff" } }],
       deadline: "20s",
