@@ -1,7 +1,12 @@
-import type { Bundle, BundleEntry, Coding, MessageHeader, OperationOutcome, Resource } from "fhir/r4.js";
+import type { Bundle, BundleEntry, Coding, MessageHeader, OperationOutcome, Reference, Resource } from "fhir/r4.js";
 import { VERSION } from "../version.js";
 import { fullUrlFor } from "./ids.js";
 import { type Issue, operationOutcome } from "./outcome.js";
+
+/**
+ * Message Bundles the sandbox builds: response messages correlated to a
+ * request, and the messages it sends on its own (pushes).
+ */
 
 /** http://hl7.org/fhir/response-code */
 export type ResponseCode = "ok" | "transient-error" | "fatal-error";
@@ -63,35 +68,85 @@ function message(
   deps: MessageDeps,
 ): Bundle {
   const { request, endpoint, fhirBase } = correlation;
+  const destination = request.source?.endpoint;
+  return assemble(
+    {
+      ...eventOf(request),
+      ...(destination ? { destination: [{ endpoint: destination }] } : {}),
+      source: { ...SANDBOX_SOFTWARE, endpoint },
+      response: { identifier: request.id as string, code },
+    },
+    resources,
+    focus,
+    fhirBase,
+    deps,
+    details,
+  );
+}
+
+/** A message the sandbox sends on its own (pushes to pharmacies): event, source, destination, focus. */
+export interface OutboundMessage {
+  event: string;
+  /** The sandbox's own URL (MessageHeader.source.endpoint). */
+  source: string;
+  /** Where the message goes (MessageHeader.destination) and to whom. */
+  destination: { endpoint: string; receiver?: Reference };
+  resources: readonly Resource[];
+  focus: readonly Resource[];
+  fhirBase: string;
+}
+
+/** Event codes of the messages the sandbox sends live under this system. */
+export const SANDBOX_EVENT_SYSTEM = "urn:uae-fhir-sandbox:events";
+
+/** A message the sandbox sends, built like its responses: MessageHeader first, focus on the resources that follow. */
+export function outboundMessage(m: OutboundMessage, deps: MessageDeps): Bundle {
+  const { endpoint, receiver } = m.destination;
+  return assemble(
+    {
+      eventCoding: { system: SANDBOX_EVENT_SYSTEM, code: m.event },
+      destination: [receiver ? { endpoint, receiver } : { endpoint }],
+      source: { ...SANDBOX_SOFTWARE, endpoint: m.source },
+    },
+    m.resources,
+    m.focus,
+    m.fhirBase,
+    deps,
+  );
+}
+
+/**
+ * The one place a message Bundle is put together: fullUrls for the
+ * resources, the MessageHeader (with its focus and response.details pointing
+ * at them) as the first entry.
+ */
+function assemble(
+  header: Omit<MessageHeader, "resourceType" | "id" | "focus">,
+  resources: readonly Resource[],
+  focus: readonly Resource[],
+  fhirBase: string,
+  deps: MessageDeps,
+  details?: OperationOutcome,
+): Bundle {
   // A resource without an id (an echoed read, say) still needs a fullUrl for focus to point at.
   const entries: BundleEntry[] = resources.map((resource) => ({
     fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`,
     resource,
   }));
   const urlOf = new Map(entries.map((e) => [e.resource, e.fullUrl as string]));
-
-  const header: MessageHeader = {
-    resourceType: "MessageHeader",
-    id: deps.newId(),
-    ...eventOf(request),
-    destination: request.source?.endpoint ? [{ endpoint: request.source.endpoint }] : [],
-    source: { ...SANDBOX_SOFTWARE, endpoint },
-    response: { identifier: request.id as string, code },
-  };
-  if (header.destination?.length === 0) delete header.destination;
-  if (details && header.response) header.response.details = { reference: urlOf.get(details) as string };
+  const messageHeader: MessageHeader = { resourceType: "MessageHeader", id: deps.newId(), ...header } as MessageHeader;
+  if (details && messageHeader.response) messageHeader.response.details = { reference: urlOf.get(details) as string };
   const focusRefs = focus.flatMap((r) => {
     const url = urlOf.get(r);
     return url ? [{ reference: url }] : [];
   });
-  if (focusRefs.length > 0) header.focus = focusRefs;
-
+  if (focusRefs.length > 0) messageHeader.focus = focusRefs;
   return {
     resourceType: "Bundle",
     id: deps.newId(),
     type: "message",
     timestamp: deps.now().toISOString(),
-    entry: [{ fullUrl: `urn:uuid:${header.id}`, resource: header }, ...entries],
+    entry: [{ fullUrl: `urn:uuid:${messageHeader.id}`, resource: messageHeader }, ...entries],
   };
 }
 

@@ -88,14 +88,6 @@ export const PROCEDURES: readonly Code[] = [
   sct("232717009", "Coronary artery bypass grafting"),
 ];
 
-/** Practitioner roles that work on health-program tasks (SNOMED CT occupations). */
-export const PERFORMER_ROLES: readonly Code[] = [
-  sct("309343006", "Physician"),
-  sct("224535009", "Registered nurse"),
-  sct("159033005", "Dietitian"),
-  sct("46255001", "Pharmacist"),
-];
-
 /** The kinds of health-program task (Task.code), in the sandbox's own code system. */
 export const TASK_KIND_SYSTEM = "urn:uae-fhir-sandbox:task-kind";
 

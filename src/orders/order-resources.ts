@@ -1,5 +1,4 @@
 import type { DeviceRequest, MedicationRequest, Patient, Reference, Resource, Task, TaskInput } from "fhir/r4.js";
-import { patientReference } from "../handlers/profile-records.js";
 import type { DeliveryOption, Order, OrderRequest, PharmacyRequest } from "./order.js";
 
 /** Identifier system of pharmacy licences in what the sandbox sends. */
@@ -77,8 +76,4 @@ export function allocationResources(order: Order, request: PharmacyRequest): { t
     task: request.task,
     resources: [request.task, ...requestsFor(order, patient), { ...patient }],
   };
-}
-
-export function patientDisplay(patient: Patient): Reference {
-  return patientReference(patient);
 }

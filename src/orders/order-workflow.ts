@@ -4,7 +4,7 @@ import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Res
 import { emiratesId } from "../domain/emirates-id.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
-import { outboundMessage } from "../fhir/request-message.js";
+import { outboundMessage } from "../fhir/response-message.js";
 import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
 import type { PushDispatcher, PushResult } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
@@ -271,19 +271,20 @@ export class OrderWorkflow {
             resources: [request.task, ...requestsFor(order, order.anonymousPatient), order.anonymousPatient],
           };
     const publicUrl = this.deps.publicUrl();
-    const bundle = outboundMessage({
-      event,
-      source: `${publicUrl}/uae-fhir/r4/$process-message`,
-      destination: {
-        endpoint: pharmacy.endpoint,
-        receiver: { identifier: task.owner?.identifier, display: pharmacy.name },
+    const bundle = outboundMessage(
+      {
+        event,
+        source: `${publicUrl}/uae-fhir/r4/$process-message`,
+        destination: {
+          endpoint: pharmacy.endpoint,
+          receiver: { identifier: task.owner?.identifier, display: pharmacy.name },
+        },
+        resources: resources as Resource[],
+        focus: [task],
+        fhirBase: `${publicUrl}/uae-fhir/r4`,
       },
-      resources: resources as Resource[],
-      focus: [task],
-      fhirBase: `${publicUrl}/uae-fhir/r4`,
-      newId: this.deps.newId,
-      now: this.deps.now,
-    });
+      this.deps,
+    );
     const header = bundle.entry?.[0]?.resource as { id: string };
     return this.deps.dispatcher.deliver({
       target: pharmacy.endpoint,

@@ -1,3 +1,4 @@
+import { INITIAL_TASK_STATUSES } from "../domain/task-transitions.js";
 import { LOINC, UCUM, VITAL_SIGNS, type VitalSign } from "../domain/vital-signs.js";
 import { TASK_KINDS } from "../generate/clinical-codes.js";
 import type { OperationSpec, Requirement } from "./operation.js";
@@ -96,9 +97,9 @@ const measurement = [
 
 const task = [
   need(
-    "status in ('draft' | 'requested' | 'ready')",
+    `status in (${list(INITIAL_TASK_STATUSES)})`,
     "status",
-    "A new Task must start as draft, requested or ready.",
+    `A new Task must start as ${INITIAL_TASK_STATUSES.join(", ")}.`,
     "value",
   ),
   need("intent.exists()", "intent", "Task.intent is required, e.g. order or plan."),

@@ -198,8 +198,6 @@ export type ScenarioFile = z.infer<typeof scenarioFileSchema>;
 export type RuleSpec = z.infer<typeof ruleSchema>;
 export type ResponseSpec = z.infer<typeof responseSchema>;
 export type OutcomeSpec = z.infer<typeof outcomeSchema>;
-export type PatientFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["patients"]>[number];
-export type PharmacyFixture = NonNullable<NonNullable<ScenarioFile["fixtures"]>["pharmacies"]>[number];
 export type Fault = (typeof faults)[number];
 export type PushSpec = z.infer<typeof pushSchema>;
 
