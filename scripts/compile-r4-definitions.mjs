@@ -171,7 +171,7 @@ function typeOf(type, element, sd, schema) {
   }
   const out = { code };
   const profile = type.profile?.map((p) => p.replace(SD_BASE, "")).find((p) => QUANTITY_PROFILES.includes(p));
-  if (profile) out.code = profile;
+  if (profile) out.profile = profile;
   if (type.targetProfile && (code === "Reference" || code === "canonical")) {
     out.targets = type.targetProfile.map((p) => p.replace(SD_BASE, ""));
   }

@@ -120,7 +120,7 @@ function parse(argv: string[], env: NodeJS.ProcessEnv) {
   }
   if (values.patient !== undefined) {
     if (values.patient.trim() === "")
-      throw new Usage("--patient: expected a patient key, e.g. urn:ae:emirates-id|784-1990-1234567-1");
+      throw new Usage("--patient: expected a patient key, e.g. urn:ae:emirates-id|784-1990-1234567-6");
     body.patient = values.patient;
   }
   return {

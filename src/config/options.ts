@@ -18,8 +18,12 @@ export interface SandboxOptions {
   journalLimit: number;
   /** An operations file that renames event codes, adds aliases or moves paths. */
   operationsFile: string | undefined;
-  /** Identifier system of the Emirates IDs given to generated patients. */
+  /** Identifier system of Emirates IDs: given to generated patients, checked in messages. */
   emiratesIdSystem: string;
+  /** R4 validation of inbound messages: errors refuse (strict), come back as warnings (warn), or are not looked for (off). */
+  validation: "strict" | "warn" | "off";
+  /** Emirates IDs that break the format or the Luhn check digit: an error, a warning, or unchecked. */
+  emiratesIdCheck: "error" | "warning" | "off";
   /** Folder (or file) of scenario YAML files; undefined for none. */
   scenarios: string | undefined;
   /** Reload scenarios when their files change. */
@@ -57,6 +61,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalLimit: 10_000,
   operationsFile: undefined,
   emiratesIdSystem: "urn:ae:emirates-id",
+  validation: "strict",
+  emiratesIdCheck: "error",
   scenarios: undefined,
   watch: false,
   confirmDeadlineMs: 60_000,

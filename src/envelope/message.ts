@@ -2,7 +2,6 @@ import type { Bundle, MessageHeader, Resource } from "fhir/r4.js";
 import { FHIR_ID } from "../fhir/ids.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { describeJsonType, isObject } from "./json.js";
-import { shapeIssues } from "./r4-shape.js";
 
 /** A resource in the request Bundle, with its position for FHIRPath diagnostics. */
 export interface EntryRef {
@@ -28,13 +27,14 @@ export interface Message {
 export type ReadMessage = { message: Message; issues: Issue[] } | { message: undefined; issues: Issue[] };
 
 const HEADER = "Bundle.entry[0].resource";
-/** MessageHeader elements whose problems headerIssues and the focus check already report in their own words. */
-const HEADER_CHECKED = ["id", "source", "eventCoding", "eventUri", "focus"];
 
 /**
- * Checks the message Bundle and reports every problem found, each with a
- * FHIRPath. `message` is present whenever the header can still be routed,
- * so the router can add its own findings to the same list.
+ * Checks the message Bundle as CONTRACT §2 asks (a message Bundle, its
+ * MessageHeader, the focus resolving) and reports every problem found, each
+ * with a FHIRPath to the offending node or, for a missing element, to its
+ * parent. `message` is present whenever the header can still be routed, so
+ * the router can add its own findings to the same list. R4 validation of
+ * every element is src/validation's job.
  */
 export function readMessage(bundle: Record<string, unknown>): ReadMessage {
   const issues: Issue[] = [];
@@ -44,7 +44,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
       issue(
         "structure",
         `The content must be a FHIR Bundle of type "message"; found ${found}. Wrap the resources in a message Bundle whose first entry is a MessageHeader.`,
-        "resourceType",
+        typeof bundle.resourceType === "string" ? "resourceType" : undefined,
       ),
     );
     return { message: undefined, issues };
@@ -54,7 +54,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
       issue(
         "value",
         `Bundle.type must be "message", found ${JSON.stringify(bundle.type ?? null)}. $process-message only takes message Bundles.`,
-        "Bundle.type",
+        bundle.type === undefined ? "Bundle" : "Bundle.type",
       ),
     );
   }
@@ -63,7 +63,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
       issue(
         "required",
         "Bundle.entry is missing or empty: a message needs a MessageHeader as its first entry, then the resources it is about.",
-        "Bundle.entry",
+        "Bundle",
       ),
     );
     return { message: undefined, issues };
@@ -79,7 +79,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
         issue(
           "structure",
           `Bundle.entry[${index}] has no resource with a resourceType; every entry must carry a FHIR resource.`,
-          path,
+          isObject(entry) ? `Bundle.entry[${index}]` : "Bundle",
         ),
       );
       return;
@@ -107,10 +107,6 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
 
   const header = first.resource as unknown as MessageHeader & Record<string, unknown>;
   issues.push(...headerIssues(header));
-  // Mistyped elements (e.g. "text": 5) would otherwise be stored, echoed as invalid FHIR and break later reads.
-  for (const entry of entries) {
-    issues.push(...shapeIssues(entry.resource, entry.path, entry.index === 0 ? HEADER_CHECKED : []));
-  }
 
   const resolve = (reference: string): EntryRef | undefined => {
     const exact = byFullUrl.get(reference);
@@ -139,7 +135,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
           issue(
             "not-found",
             `MessageHeader.focus[${i}] refers to "${reference}", which is not in the Bundle. Use the fullUrl of an entry, or ResourceType/id of a resource in the Bundle.`,
-            at,
+            `${at}.reference`,
           ),
         );
         return;
@@ -164,7 +160,7 @@ function headerIssues(header: Record<string, unknown>): Issue[] {
       issue(
         "required",
         "MessageHeader.id is missing: give every message a unique id; the response echoes it in response.identifier.",
-        `${HEADER}.id`,
+        id === undefined ? HEADER : `${HEADER}.id`,
       ),
     );
   } else if (typeof id !== "string" || !FHIR_ID.test(id)) {
@@ -182,7 +178,7 @@ function headerIssues(header: Record<string, unknown>): Issue[] {
       issue(
         "required",
         "MessageHeader.source.endpoint is missing: give the URL of the sending system; responses are addressed to it.",
-        `${HEADER}.source.endpoint`,
+        !isObject(source) ? HEADER : source.endpoint === undefined ? `${HEADER}.source` : `${HEADER}.source.endpoint`,
       ),
     );
   }
@@ -195,7 +191,11 @@ function headerIssues(header: Record<string, unknown>): Issue[] {
       issue(
         "required",
         `MessageHeader has no usable event (${found}): set eventCoding.code to the operation's event code, e.g. "add-allergy", or eventUri ending in it.`,
-        `${HEADER}.event`,
+        isObject(header.eventCoding)
+          ? `${HEADER}.eventCoding`
+          : header.eventUri !== undefined
+            ? `${HEADER}.eventUri`
+            : HEADER,
       ),
     );
   }

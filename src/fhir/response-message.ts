@@ -31,6 +31,8 @@ export const SANDBOX_SOFTWARE = { name: "uae-fhir-sandbox", software: "uae-fhir-
 /**
  * The `ok` response message: MessageHeader correlated with the request, its
  * focus on `focus` (default: every resource), then the resources as entries.
+ * Warnings about the request (CONTRACT §5) go into an OperationOutcome entry
+ * that `response.details` points at; they never make the answer an error.
  *
  * @example
  *   okMessage(correlation, [storedAllergy], deps)
@@ -40,8 +42,11 @@ export function okMessage(
   resources: readonly Resource[],
   deps: MessageDeps,
   focus: readonly Resource[] = resources,
+  warnings: readonly Issue[] = [],
 ): Bundle {
-  return message(correlation, "ok", resources, focus, undefined, deps);
+  if (warnings.length === 0) return message(correlation, "ok", resources, focus, undefined, deps);
+  const outcome = operationOutcome(warnings, deps.newId());
+  return message(correlation, "ok", [...resources, outcome], focus, outcome, deps);
 }
 
 /**

@@ -65,7 +65,7 @@ const day = (date: Date) => date.toISOString().slice(0, 10);
  * sent by the client (`given`) win over generated ones; its identifiers are
  * kept, and an Emirates ID is added when none of them is one.
  *
- * @example generateProfile("uae-fhir-sandbox", "urn:ae:emirates-id|784-1990-1234567-4")
+ * @example generateProfile("uae-fhir-sandbox", "urn:ae:emirates-id|784-1990-1234568-4")
  */
 export function generateProfile(
   seed: string,

@@ -3,6 +3,8 @@ import { type CompiledPath, compilePath, test } from "../fhir/fhirpath.js";
 /** A request or a recorded call, as every matcher sees it. Expensive facts are computed on demand. */
 export interface RequestFacts {
   operation: string | null;
+  /** An inbound message the sandbox refuses as invalid (R4 validation or the operation's checks); absent for recorded calls. */
+  invalid?: boolean;
   direction: "inbound" | "outbound";
   /** Path without the base path. */
   path: string;
@@ -23,6 +25,8 @@ export interface MatcherSpec {
   headers?: Record<string, HeaderCondition>;
   patient?: string | string[];
   fhirpath?: string | string[];
+  /** true: only messages refused as invalid; false: only valid ones. */
+  invalid?: boolean;
 }
 
 export interface Matcher {
@@ -65,6 +69,14 @@ export function compileMatcher(
     const direction = spec.direction;
     predicates.push((f) =>
       f.direction === direction ? undefined : `direction was ${f.direction}, expected ${direction}`,
+    );
+  }
+  if (spec.invalid !== undefined) {
+    const invalid = spec.invalid;
+    predicates.push((f) =>
+      (f.invalid ?? false) === invalid
+        ? undefined
+        : `the message was ${f.invalid ? "invalid" : "valid"}, expected ${invalid ? "an invalid" : "a valid"} one`,
     );
   }
   const paths = many(spec.path);

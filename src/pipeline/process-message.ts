@@ -11,6 +11,7 @@ import { routeMessage } from "../routing/route.js";
 import { scriptedReply } from "../scenarios/respond.js";
 import type { Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
+import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
@@ -54,7 +55,7 @@ export interface StoredAnswer {
   body: Buffer;
 }
 
-export interface PipelineOptions {
+export interface PipelineOptions extends ValidationPolicy {
   /** With --proxy, what no rule answers is forwarded, not answered by the sandbox. */
   proxy: boolean;
   basePath: string;
@@ -94,10 +95,11 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
   // Recording from a real service: it judges bad messages too, so they are forwarded as well.
   const forward = (found: Partial<Answer>): Answer => ({ ...answer(0, undefined, found), ...found, forward: true });
 
-  const factsOf = (inbound: InboundMessage, message: Message, operation: string): RequestFacts => {
+  const factsOf = (inbound: InboundMessage, message: Message, operation: string, invalid = false): RequestFacts => {
     let keys: string[] | undefined;
     return {
       operation,
+      invalid,
       direction: "inbound",
       path: inbound.path,
       header: (name) => inbound.headers.get(name) ?? undefined,
@@ -108,6 +110,18 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       },
     };
   };
+
+  const scriptContext = (inbound: InboundMessage, message: Message, operation: string, correlation: Correlation) => ({
+    message,
+    operation,
+    path: inbound.path,
+    headers: inbound.headers,
+    patientKeys: patientKeysOf(message),
+    correlation,
+    businessErrors: options.businessErrors,
+    newId: deps.newId,
+    now: deps.now,
+  });
 
   return async function processMessage(inbound: InboundMessage): Promise<Answer> {
     const mediaType = inbound.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
@@ -124,40 +138,50 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     if (!envelope.ok) return notProcessed(400, envelope.issues);
 
+    // Every resource of the message against R4, before anything else (CONTRACT §11).
+    const checked = validateMessage(envelope.bundle, options);
     const read = readMessage(envelope.bundle);
     const headerId = read.message?.header.id;
     const messageId = typeof headerId === "string" ? headerId : null;
-    if (!read.message) return notProcessed(400, read.issues, { messageId });
+    if (!read.message) return notProcessed(400, mergeIssues(read.issues, checked.errors), { messageId });
 
     const message = read.message;
     const routed = routeMessage(message, deps.catalogue, inbound.path, options.basePath);
     const operation = routed.operation?.id ?? null;
-    const issues = [...read.issues, ...routed.issues];
+    const issues = mergeIssues([...read.issues, ...routed.issues], checked.errors);
     if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
-    if (issues.length > 0 || !routed.operation || operation === null || messageId === null) {
-      return notProcessed(400, issues, { operation, messageId });
-    }
-
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,
       fhirBase: inbound.fhirBase,
     };
+    if (issues.length > 0 || !routed.operation || operation === null || messageId === null) {
+      // Only a rule that says `invalid: true` may answer a message the sandbox refuses.
+      const scripted =
+        operation !== null && messageId !== null && issues.length > 0
+          ? deps.scenarios.decide(factsOf(inbound, message, operation, true))
+          : undefined;
+      const reply =
+        scripted && operation !== null
+          ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
+          : undefined;
+      if (scripted && reply && reply.kind !== "built-in") {
+        const ruled = {
+          rule: scripted.rule.name,
+          delayMs: scripted.response.delayMs(deps.random),
+          headers: reply.headers,
+        };
+        if (reply.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
+        return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
+      }
+      return notProcessed(400, issues, { operation, messageId });
+    }
+
     const facts = factsOf(inbound, message, operation);
     // Rules come before the duplicate check: a scripted 503 must not be replayed to the client's retry.
     const scripted = deps.scenarios.decide(facts);
     const reply = scripted
-      ? scriptedReply(scripted, {
-          message,
-          operation,
-          path: inbound.path,
-          headers: inbound.headers,
-          patientKeys: facts.patientKeys(),
-          correlation,
-          businessErrors: options.businessErrors,
-          newId: deps.newId,
-          now: deps.now,
-        })
+      ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
       : undefined;
     const ruled = {
       rule: scripted?.rule.name ?? null,
@@ -187,12 +211,16 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const result = await handler({ operation: routed.operation, message, focus: routed.focus }, deps);
     if (result.kind === "invalid") return { ...notProcessed(400, result.issues, { operation, messageId }), ...ruled };
 
+    // Warnings never refuse: an ok answer carries them in an OperationOutcome that response.details names.
     const built =
       result.kind === "ok"
-        ? answer(200, okMessage(correlation, result.resources, deps, result.focus), { operation, messageId })
+        ? answer(200, okMessage(correlation, result.resources, deps, result.focus, checked.warnings), {
+            operation,
+            messageId,
+          })
         : answer(
             options.businessErrors === "http" ? 422 : 200,
-            errorMessage(correlation, "fatal-error", result.issues, deps),
+            errorMessage(correlation, "fatal-error", [...result.issues, ...checked.warnings], deps),
             {
               operation,
               messageId,

@@ -15,6 +15,12 @@ export interface Routed {
 
 const HEADER = "Bundle.entry[0].resource";
 
+/** The node that carries the event: eventCoding.code, else eventUri. */
+function eventPath(message: Message): string {
+  const coding = message.header.eventCoding as { code?: unknown } | undefined;
+  return typeof coding?.code === "string" ? `${HEADER}.eventCoding.code` : `${HEADER}.eventUri`;
+}
+
 /**
  * Message → operation, by event code (CONTRACT §3), then the operation's own
  * checks of its focus resources. Every problem found is returned, none thrown.
@@ -29,7 +35,7 @@ export function routeMessage(message: Message, catalogue: Catalogue, path: strin
         issue(
           "not-supported",
           `Unknown event "${message.event}". Known event codes: ${catalogue.knownEvents.join(", ")}.`,
-          `${HEADER}.event`,
+          eventPath(message),
         ),
       ],
     };
@@ -41,7 +47,7 @@ export function routeMessage(message: Message, catalogue: Catalogue, path: strin
       issue(
         "not-found",
         `${operation.id} is served at POST ${rightPath}, not at ${basePath}${path}. Send the message there.`,
-        `${HEADER}.event`,
+        eventPath(message),
       ),
     );
     return { operation, focus, issues, rightPath };
@@ -83,15 +89,36 @@ function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]
       issue(
         "required",
         `${operation.id} needs a ${type} as the message focus: add it as an entry and reference its fullUrl from MessageHeader.focus.`,
-        `${HEADER}.focus`,
+        declared ? `${HEADER}.focus` : HEADER,
       ),
     );
   }
   for (const entry of focus) {
     for (const check of compiled[entry.resource.resourceType] ?? []) {
       const result = test(check.evaluate, entry.resource);
-      if (!result.holds) issues.push(issue(check.code, check.says, `${entry.path}.${check.element}`));
+      if (!result.holds) issues.push(issue(check.code, check.says, nearestPresent(entry, check.element)));
     }
   }
   return { focus: focus.filter((e) => types.includes(e.resource.resourceType)), issues };
+}
+
+/**
+ * The FHIRPath of `element` (dotted, e.g. `channel.endpoint`) under a focus
+ * resource when it is present, else of its nearest present ancestor: an
+ * issue about a missing element points at its parent.
+ */
+function nearestPresent(entry: EntryRef, element: string): string {
+  const steps = element.split(".");
+  let nodes: unknown[] = [entry.resource];
+  let depth = 0;
+  for (const step of steps) {
+    const next = nodes.flatMap((n) => {
+      const v = n !== null && typeof n === "object" ? (n as Record<string, unknown>)[step] : undefined;
+      return v === undefined || v === null ? [] : Array.isArray(v) ? v : [v];
+    });
+    if (next.length === 0) break;
+    nodes = next;
+    depth++;
+  }
+  return depth === 0 ? entry.path : `${entry.path}.${steps.slice(0, depth).join(".")}`;
 }

@@ -70,7 +70,8 @@ export function compileRule(
 ): { rule?: CompiledRule; problems: YamlProblem[] } {
   const at = ["rules", where.index];
   const problems: YamlProblem[] = [];
-  const matcher = compileMatcher((spec.when ?? {}) as MatcherSpec);
+  // A rule sees messages the sandbox refuses as invalid only when it asks for them (`invalid: true`).
+  const matcher = compileMatcher({ invalid: false, ...(spec.when ?? {}) } as MatcherSpec);
   if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when"], p));
   const list = spec.sequence ?? (spec.respond ? [spec.respond] : []);
   const responses = list.map((r, i) =>

@@ -40,6 +40,12 @@ export const whenSchema = z
     fhirpath: oneOrMany(z.string().min(1))
       .optional()
       .describe("FHIRPath expression(s) over the request Bundle that must all be true"),
+    invalid: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: match only messages the sandbox would refuse as invalid (R4 validation, the operation's checks), to script the exchange's own rejection; rules without it never see invalid messages",
+      ),
   })
   .strict()
   .describe("every condition given must hold; none given matches every message");

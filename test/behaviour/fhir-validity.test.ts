@@ -5,7 +5,7 @@ import { ALTERNATE, example, exampleFiles, focusOf, messageBundle, post } from "
 import { r4Problems } from "../support/validator.js";
 
 const EID = "urn:ae:emirates-id";
-const who = { identifier: { system: EID, value: "784-1991-3333333-3" } };
+const who = { identifier: { system: EID, value: "784-1991-3333333-8" } };
 
 /** Sends a message and returns the response body after checking it is valid R4. */
 async function validReply(app: ReturnType<typeof createApp>["app"], bundle: Bundle, path?: string) {

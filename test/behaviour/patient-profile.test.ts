@@ -36,19 +36,19 @@ describe("patient profile (CONTRACT §6)", () => {
     const s = newSandbox();
     const cashew = {
       ...example<AllergyIntolerance>("allergyintolerance-example.json"),
-      patient: patientRef("784-1990-1234567-1"),
+      patient: patientRef("784-1990-1234567-6"),
     };
     const [added] = ok(await s.send("add-allergy", [cashew])) as AllergyIntolerance[];
     expect(added?.meta?.versionId).toBe("1");
 
-    let view = await s.profile("784-1990-1234567-1");
+    let view = await s.profile("784-1990-1234567-6");
     expect(view.section("48765-2")).toContain(`AllergyIntolerance/${added?.id}`);
     expect(view.resources.find((r) => r.id === added?.id)).toMatchObject({ code: cashew.code });
 
-    const changed = { ...added, criticality: "low", patient: patientRef("784-1990-1234567-1") } as AllergyIntolerance;
+    const changed = { ...added, criticality: "low", patient: patientRef("784-1990-1234567-6") } as AllergyIntolerance;
     const [updated] = ok(await s.send("update-allergy", [changed])) as AllergyIntolerance[];
     expect(updated).toMatchObject({ id: added?.id, criticality: "low", meta: { versionId: "2" } });
-    view = await s.profile("784-1990-1234567-1");
+    view = await s.profile("784-1990-1234567-6");
     expect(view.resources.find((r) => r.id === added?.id)).toMatchObject({
       criticality: "low",
       meta: { versionId: "2" },
@@ -63,10 +63,10 @@ describe("patient profile (CONTRACT §6)", () => {
     ) as AllergyIntolerance[];
     expect(removed?.verificationStatus?.coding?.[0]?.code).toBe("entered-in-error");
     expect(removed?.clinicalStatus).toBeUndefined();
-    view = await s.profile("784-1990-1234567-1");
+    view = await s.profile("784-1990-1234567-6");
     expect(view.section("48765-2")).not.toContain(`AllergyIntolerance/${added?.id}`);
 
-    const state = await s.app.request(`/__admin/patients/${encodeURIComponent(`${EID}|784-1990-1234567-1`)}`);
+    const state = await s.app.request(`/__admin/patients/${encodeURIComponent(`${EID}|784-1990-1234567-6`)}`);
     const kept = ((await state.json()) as { records: Resource[] }).records.find((r) => r.id === added?.id);
     expect(kept).toMatchObject({
       meta: { versionId: "3" },
@@ -75,12 +75,12 @@ describe("patient profile (CONTRACT §6)", () => {
   });
 
   it("the same key gives the same generated profile in two separate sandboxes", async () => {
-    const a = await newSandbox().profile("784-1985-7654321-0");
-    const b = await newSandbox().profile("784-1985-7654321-0");
+    const a = await newSandbox().profile("784-1985-7654321-3");
+    const b = await newSandbox().profile("784-1985-7654321-3");
     const clinical = (v: typeof a) =>
       v.resources.filter((r) => r.resourceType !== "Composition").map((r) => JSON.stringify(r));
     expect(clinical(a)).toEqual(clinical(b));
-    const other = await newSandbox({ seed: "another" }).profile("784-1985-7654321-0");
+    const other = await newSandbox({ seed: "another" }).profile("784-1985-7654321-3");
     expect(clinical(other)).not.toEqual(clinical(a));
   });
 
@@ -89,13 +89,13 @@ describe("patient profile (CONTRACT §6)", () => {
     const weight = (value: number, at: string) =>
       ({
         ...example<Observation>("observation-example.json"),
-        subject: patientRef("784-1970-1111111-1"),
+        subject: patientRef("784-1970-1111111-5"),
         effectiveDateTime: at,
         valueQuantity: { value, unit: "kg", system: "http://unitsofmeasure.org", code: "kg" },
       }) as Observation;
     const [older] = ok(await s.send("add-measurement", [weight(80, "2030-01-01T00:00:00Z")]));
     const [newer] = ok(await s.send("add-measurement", [weight(78, "2030-02-01T00:00:00Z")]));
-    const view = await s.profile("784-1970-1111111-1");
+    const view = await s.profile("784-1970-1111111-5");
     const vitals = view.section("8716-3");
     expect(vitals).toContain(`Observation/${newer?.id}`);
     expect(vitals).not.toContain(`Observation/${older?.id}`);
@@ -109,7 +109,7 @@ describe("patient profile (CONTRACT §6)", () => {
     const s = newSandbox();
     const wrong = {
       ...example<Observation>("observation-example.json"),
-      subject: patientRef("784-1970-1111111-1"),
+      subject: patientRef("784-1970-1111111-5"),
       valueQuantity: { value: 80, unit: "cm", system: "http://unitsofmeasure.org", code: "cm" },
     } as Observation;
     const reply = await s.send("add-measurement", [wrong]);
@@ -139,12 +139,12 @@ describe("patient-profile refusals (CONTRACT §5)", () => {
     ["remove-allergy", ALTERNATE],
   ])("%s of an unknown id is refused, naming the id; nothing changes", async (event, path) => {
     const s = newSandbox();
-    const reply = await s.send(event, [{ ...allergy("784-1990-1234567-1"), id: "not-there" }], path);
+    const reply = await s.send(event, [{ ...allergy("784-1990-1234567-6"), id: "not-there" }], path);
     expect(reply.status).toBe(200);
     const [problem] = refusal(reply);
     expect(problem).toMatchObject({ code: "not-found", expression: ["Bundle.entry[1].resource.id"] });
     expect(problem?.diagnostics).toContain("AllergyIntolerance/not-there");
-    const state = await s.app.request(`/__admin/patients/${encodeURIComponent(`${EID}|784-1990-1234567-1`)}`);
+    const state = await s.app.request(`/__admin/patients/${encodeURIComponent(`${EID}|784-1990-1234567-6`)}`);
     expect(state.status).toBe(404);
   });
 
@@ -154,32 +154,32 @@ describe("patient-profile refusals (CONTRACT §5)", () => {
       [{ businessErrors: "http" as const }, 422],
     ] as const) {
       const s = newSandbox(options);
-      const [added] = ok(await s.send("add-allergy", [allergy("784-1990-1234567-1")]));
-      await s.profile("784-1980-7777777-7");
-      const reply = await s.send("update-allergy", [{ ...allergy("784-1980-7777777-7"), id: added?.id }]);
+      const [added] = ok(await s.send("add-allergy", [allergy("784-1990-1234567-6")]));
+      await s.profile("784-1980-7777777-3");
+      const reply = await s.send("update-allergy", [{ ...allergy("784-1980-7777777-3"), id: added?.id }]);
       expect(reply.status).toBe(status);
       const [problem] = refusal(reply);
       expect(problem?.code).toBe("business-rule");
       expect(problem?.diagnostics).toContain(`AllergyIntolerance/${added?.id}`);
-      const view = await s.profile("784-1990-1234567-1");
+      const view = await s.profile("784-1990-1234567-6");
       expect(view.resources.find((r) => r.id === added?.id)).toMatchObject({ meta: { versionId: "1" } });
     }
   });
 
   it("a removed record cannot be updated or removed again", async () => {
     const s = newSandbox();
-    const [added] = ok(await s.send("add-allergy", [allergy("784-1990-1234567-1")]));
+    const [added] = ok(await s.send("add-allergy", [allergy("784-1990-1234567-6")]));
     const removal = [{ resourceType: "AllergyIntolerance", id: added?.id } as AllergyIntolerance];
     ok(await s.send("remove-allergy", removal, ALTERNATE));
     expect(refusal(await s.send("remove-allergy", removal, ALTERNATE))[0]?.diagnostics).toMatch(/removed/);
     expect(
-      refusal(await s.send("update-allergy", [{ ...allergy("784-1990-1234567-1"), id: added?.id }]))[0]?.code,
+      refusal(await s.send("update-allergy", [{ ...allergy("784-1990-1234567-6"), id: added?.id }]))[0]?.code,
     ).toBe("business-rule");
   });
 
   it("removed history and measurements are entered-in-error the R4 way", async () => {
     const s = newSandbox();
-    const subject = patientRef("784-1990-1234567-1");
+    const subject = patientRef("784-1990-1234567-6");
     for (const [file, kind, check] of [
       ["condition-example2.json", "history", { verificationStatus: { coding: [{ code: "entered-in-error" }] } }],
       ["procedure-example.json", "history", { status: "entered-in-error" }],

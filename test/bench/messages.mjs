@@ -41,7 +41,7 @@ export function addAllergyEnvelope() {
         fullUrl: "urn:uuid:2a4b6c8d-0e1f-4a3b-9c5d-7e9f1a3b5c03",
         resource: {
           resourceType: "Patient",
-          identifier: [{ system: "urn:ae:emirates-id", value: "784-1990-1234567-1" }],
+          identifier: [{ system: "urn:ae:emirates-id", value: "784-1990-1234567-6" }],
         },
       },
     ],

@@ -66,7 +66,7 @@ function timeDecisions(folder, operation, budgetMs = 400) {
     path: STANDARD_PATH,
     header: () => undefined,
     bundle: () => bundle,
-    patientKeys: () => ["urn:ae:emirates-id|784-1990-1234567-1"],
+    patientKeys: () => ["urn:ae:emirates-id|784-1990-1234567-6"],
   };
   const tried = scenarios.view().rules.filter((r) => r.operations === null || r.operations.includes(operation)).length;
   let n = 0;

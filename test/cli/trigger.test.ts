@@ -112,7 +112,7 @@ describe("uae-fhir-sandbox trigger order", { timeout: 30_000 }, () => {
 
   it("passes --pharmacy, --item, --deadline and --patient through; --json prints the order", async () => {
     const { url, receiver } = await sandboxWithPharmacies(["PH-A", "PH-B"]);
-    const patient = "urn:ae:emirates-id|784-1990-1234567-1";
+    const patient = "urn:ae:emirates-id|784-1990-1234567-6";
     const run = await runToExit([
       "trigger",
       "order",
@@ -138,7 +138,7 @@ describe("uae-fhir-sandbox trigger order", { timeout: 30_000 }, () => {
       ["243670", 30],
     ]);
     expect(Date.parse(order.deadline) - Date.parse(order.createdAt)).toBe(30_000);
-    expect(order.patient.identifier).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1990-1234567-1" });
+    expect(order.patient.identifier).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1990-1234567-6" });
 
     const push = await nextPush(receiver("PH-B"));
     const task = focusOf(push.bundle as Bundle)[0] as Task;

@@ -302,7 +302,7 @@ fixtures:
     - patient:
         resourceType: Patient
         id: suite-amal
-        identifier: [{ system: urn:ae:emirates-id, value: 784-1985-1000011-3 }]
+        identifier: [{ system: urn:ae:emirates-id, value: 784-1985-1000011-4 }]
 rules:
   - name: suite-teapot
     when: { operation: view-patient-profile, headers: { X-Test: teapot } }

@@ -75,7 +75,7 @@ describe("everything the order flow sends and answers is valid FHIR R4 (independ
         { medication: { code: "861007" }, quantity: 60 },
         { medication: { code: "314077" }, quantity: 30 },
       ],
-      patient: "urn:ae:emirates-id|784-1990-7654321-2",
+      patient: "urn:ae:emirates-id|784-1990-7654321-6",
     });
     for (const licence of ["PH-A", "PH-B"])
       said.push(`fulfillment request to ${licence}`, placed.push(licence).bundle, "order-fulfillment-request");

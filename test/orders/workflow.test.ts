@@ -228,11 +228,11 @@ describe("POST /__admin/orders: given items, pharmacies, deadline, patient", () 
   });
 
   it("patient key: the order is that patient's; pushes are anonymous until the allocation carries the patient and the chosen delivery", async () => {
-    const key = "urn:ae:emirates-id|784-1985-1234567-1";
+    const key = "urn:ae:emirates-id|784-1985-1234567-3";
     const { sandbox, app, inbox } = start();
     await subscribeAll(app, inbox, ["PH-A", "PH-B"]);
     const order = await newOrder(app, { patient: key, items: [{ medication: { code: "314077" }, quantity: 30 }] });
-    expect(order.patient.identifier).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1985-1234567-1" });
+    expect(order.patient.identifier).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1985-1234567-3" });
     const known = await app.request(`/__admin/patients/${encodeURIComponent(key)}`);
     expect(known.status).toBe(200);
     expect(((await known.json()) as { patient: { id: string } }).patient.id).toBe(order.patient.id);
@@ -240,7 +240,7 @@ describe("POST /__admin/orders: given items, pharmacies, deadline, patient", () 
     const push = await inbox.channel("PH-A").next();
     await pushesSettled(sandbox, order.id);
     const anonymous = patientOf(push.bundle);
-    expect(JSON.stringify(push.bundle)).not.toContain("784-1985-1234567-1");
+    expect(JSON.stringify(push.bundle)).not.toContain("784-1985-1234567-3");
     expect(anonymous.name).toBeUndefined();
     expect(anonymous.identifier).toBeUndefined();
 
@@ -265,7 +265,7 @@ describe("POST /__admin/orders: given items, pharmacies, deadline, patient", () 
       const patient = patientOf(bundle);
       expect(patient.id, name).toBe(order.patient.id);
       expect(patient.name?.[0]?.family ?? patient.name?.[0]?.text, name).toMatch(/\w/);
-      expect(patient.identifier, name).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1985-1234567-1" });
+      expect(patient.identifier, name).toContainEqual({ system: "urn:ae:emirates-id", value: "784-1985-1234567-3" });
       const allocated = bundle === received.body ? (focusOf(bundle)[0] as Task) : taskOf(bundle);
       expect(allocated, name).toMatchObject({
         id: task.id,

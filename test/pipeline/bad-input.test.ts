@@ -1,4 +1,6 @@
 import type { AllergyIntolerance, Bundle, MessageHeader, OperationOutcome, Patient, Resource } from "fhir/r4.js";
+import fhirpath from "fhirpath";
+import r4 from "fhirpath/fhir-context/r4";
 import type { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
@@ -20,6 +22,10 @@ const HEADER = "Bundle.entry[0].resource";
 /** A small valid add-allergy focus (fits under a 1000-byte --max-body). */
 const cashew = (): AllergyIntolerance => ({
   resourceType: "AllergyIntolerance",
+  // ait-1: an allergy that is not entered-in-error has a clinical status.
+  clinicalStatus: {
+    coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+  },
   code: { text: "cashew nut" },
   patient: { reference: "Patient/example" },
 });
@@ -170,13 +176,13 @@ const cases: BadInput[] = [
     name: "Bundle without entry",
     body: { resourceType: "Bundle", type: "message" } as Bundle,
     status: 400,
-    issues: [{ code: "required", says: [/Bundle.entry is missing or empty/, /MessageHeader/], at: "Bundle.entry" }],
+    issues: [{ code: "required", says: [/Bundle.entry is missing or empty/, /MessageHeader/], at: "Bundle" }],
   },
   {
     name: "Bundle with an empty entry list",
     body: { resourceType: "Bundle", type: "message", entry: [] } as Bundle,
     status: 400,
-    issues: [{ code: "required", says: [/Bundle.entry is missing or empty/], at: "Bundle.entry" }],
+    issues: [{ code: "required", says: [/Bundle.entry is missing or empty/], at: "Bundle" }],
   },
   {
     name: "no MessageHeader",
@@ -197,7 +203,7 @@ const cases: BadInput[] = [
     }),
     status: 400,
     operation: "add-allergy",
-    issues: [{ code: "required", says: [/MessageHeader.id is missing/, /unique id/], at: `${HEADER}.id` }],
+    issues: [{ code: "required", says: [/MessageHeader.id is missing/, /unique id/], at: HEADER }],
   },
   {
     name: "MessageHeader without source.endpoint",
@@ -210,7 +216,7 @@ const cases: BadInput[] = [
       {
         code: "required",
         says: [/source.endpoint is missing/, /URL of the sending system/],
-        at: `${HEADER}.source.endpoint`,
+        at: `${HEADER}.source`,
       },
     ],
   },
@@ -220,7 +226,7 @@ const cases: BadInput[] = [
       delete h.eventCoding;
     }),
     status: 400,
-    issues: [{ code: "required", says: [/no usable event/, /eventCoding.code/, /eventUri/], at: `${HEADER}.event` }],
+    issues: [{ code: "required", says: [/no usable event/, /eventCoding.code/, /eventUri/], at: HEADER }],
   },
   {
     name: "MessageHeader without id, source.endpoint and event: three issues at once",
@@ -231,9 +237,9 @@ const cases: BadInput[] = [
     }),
     status: 400,
     issues: [
-      { code: "required", says: [/MessageHeader.id is missing/], at: `${HEADER}.id` },
-      { code: "required", says: [/source.endpoint is missing/], at: `${HEADER}.source.endpoint` },
-      { code: "required", says: [/no usable event/], at: `${HEADER}.event` },
+      { code: "required", says: [/MessageHeader.id is missing/], at: HEADER },
+      { code: "required", says: [/source.endpoint is missing/], at: HEADER },
+      { code: "required", says: [/no usable event/], at: HEADER },
     ],
   },
   {
@@ -253,7 +259,7 @@ const cases: BadInput[] = [
       {
         code: "not-supported",
         says: [/Unknown event "make-coffee"/, /add-allergy/, /cancel-task/, /remove-allergy/],
-        at: `${HEADER}.event`,
+        at: `${HEADER}.eventCoding.code`,
       },
     ],
   },
@@ -266,7 +272,7 @@ const cases: BadInput[] = [
       {
         code: "not-found",
         says: [/urn:uuid:00000000-0000-0000-0000-000000000000/, /not in the Bundle/, /fullUrl/],
-        at: `${HEADER}.focus[0]`,
+        at: `${HEADER}.focus[0].reference`,
       },
     ],
   },
@@ -289,9 +295,9 @@ const cases: BadInput[] = [
       {
         code: "required",
         says: [/AllergyIntolerance.code is required/, /SNOMED/],
-        at: "Bundle.entry[1].resource.code",
+        at: "Bundle.entry[1].resource",
       },
-      { code: "required", says: [/AllergyIntolerance.patient is required/], at: "Bundle.entry[1].resource.patient" },
+      { code: "required", says: [/AllergyIntolerance.patient is required/], at: "Bundle.entry[1].resource" },
     ],
   },
   {
@@ -307,8 +313,8 @@ const cases: BadInput[] = [
     operation: "add-allergy",
     issues: [
       { code: "value", says: [/Bundle.type must be "message"/], at: "Bundle.type" },
-      { code: "required", says: [/source.endpoint is missing/], at: `${HEADER}.source.endpoint` },
-      { code: "not-found", says: [/AllergyIntolerance\/not-here/], at: `${HEADER}.focus[0]` },
+      { code: "required", says: [/source.endpoint is missing/], at: `${HEADER}.source` },
+      { code: "not-found", says: [/AllergyIntolerance\/not-here/], at: `${HEADER}.focus[0].reference` },
     ],
   },
   {
@@ -432,7 +438,7 @@ const cases: BadInput[] = [
       {
         code: "not-found",
         says: [/add-allergy is served at POST \/uae-fhir\/r4\/\$process-message/, /not at \/fhir\/\$process-message/],
-        at: `${HEADER}.event`,
+        at: `${HEADER}.eventCoding.code`,
       },
     ],
   },
@@ -447,7 +453,7 @@ const cases: BadInput[] = [
       {
         code: "not-found",
         says: [/remove-allergy is served at POST \/fhir\/\$process-message/],
-        at: `${HEADER}.event`,
+        at: `${HEADER}.eventCoding.code`,
       },
     ],
   },
@@ -516,6 +522,9 @@ function expectOutcome(c: BadInput, reply: Sent): void {
     expect(typeof found.diagnostics === "string" && found.diagnostics.length > 20, shown).toBe(true);
     for (const path of found.expression ?? []) {
       expect(compilePath(path).ok, `expression ${path} is not FHIRPath`).toBe(true);
+      // CONTRACT §11: it evaluates (R4 model) to the offending node, or the parent of a missing element.
+      if (sentBundle(c))
+        expect(evaluateOn(sentBundle(c), path), `${path} finds nothing in the request`).not.toEqual([]);
     }
   }
   for (const wanted of c.issues) {
@@ -531,6 +540,23 @@ function expectOutcome(c: BadInput, reply: Sent): void {
       `no issue ${wanted.code} saying ${wanted.says.join(" and ")} at ${wanted.at} in ${shown}`,
     ).toBeDefined();
   }
+}
+
+/** The message Bundle a row sends, when it sends one. */
+function sentBundle(c: BadInput): Record<string, unknown> | undefined {
+  if (c.body === undefined) return undefined;
+  if (typeof c.body !== "string") return c.body as unknown as Record<string, unknown>;
+  try {
+    const parsed = JSON.parse(c.body) as Record<string, unknown>;
+    const inner = typeof parsed.content === "string" ? JSON.parse(parsed.content) : parsed;
+    return inner?.resourceType === "Bundle" ? inner : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function evaluateOn(bundle: unknown, path: string): unknown[] {
+  return fhirpath.evaluate(bundle as never, path, undefined, r4 as never) as unknown[];
 }
 
 async function postMessage(app: Hono, bundle: Bundle): Promise<Bundle> {

@@ -13,7 +13,7 @@ import { admin } from "../admin/admin-client.js";
 import { example, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
 
 const EID = "urn:ae:emirates-id";
-const PATIENT_KEY = `${EID}|784-1990-1234567-1`;
+const PATIENT_KEY = `${EID}|784-1990-1234567-6`;
 const AT = new Date("2026-01-31T10:00:00Z");
 
 /** A recorded inbound call of `bundle` answered with `response` (null: no answer). */
@@ -59,7 +59,7 @@ const task = (id: string): Task => ({
   id,
   status: "in-progress",
   intent: "order",
-  for: { identifier: { system: EID, value: "784-1990-1234567-1" } },
+  for: { identifier: { system: EID, value: "784-1990-1234567-6" } },
 });
 
 const uuid = () => crypto.randomUUID();
@@ -113,7 +113,7 @@ describe("ScenarioExporter: what a rule matches", () => {
 
   it("groups calls with the same key content into a sequence in recorded order; more specific rules first", () => {
     const exporter = new ScenarioExporter();
-    const patient = { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-1" }] } as Patient;
+    const patient = { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-6" }] } as Patient;
     exporter.add(inbound(1, messageBundle("view-patient-profile", [patient]), { status: 200, body: answerWith("a") }));
     exporter.add(inbound(2, messageBundle("update-task", [task("t-1")]), { status: 200, body: answerWith("t-1") }));
     exporter.add(inbound(3, messageBundle("view-patient-profile", [patient]), { status: 200, body: answerWith("b") }));
@@ -189,7 +189,7 @@ describe("an exported rule, served", () => {
     ({
       ...example<AllergyIntolerance>("allergyintolerance-example.json"),
       id: "client-allergy",
-      patient: { identifier: { system: EID, value: "784-1990-1234567-1" } },
+      patient: { identifier: { system: EID, value: "784-1990-1234567-6" } },
     }) as AllergyIntolerance;
 
   it.each([

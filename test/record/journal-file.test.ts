@@ -24,7 +24,7 @@ const addAllergy = (): Bundle =>
   messageBundle("add-allergy", [
     {
       ...example<AllergyIntolerance>("allergyintolerance-example.json"),
-      patient: { identifier: { system: EID, value: "784-1990-1234567-1" } },
+      patient: { identifier: { system: EID, value: "784-1990-1234567-6" } },
     } as AllergyIntolerance,
   ]);
 const subscribe = (): Bundle =>
@@ -47,12 +47,12 @@ const subscribe = (): Bundle =>
 /** Calls of every kind: messages, a refused one, a wrong method, one with credentials, a subscription. */
 const CALLS: Array<{ path?: string; method?: string; body?: string; headers?: Record<string, string> }> = [
   { body: envelope(addAllergy()), headers: { authorization: `Bearer ${AUTH_SECRET}` } },
-  { body: envelope(messageBundle("view-patient-profile", [patient("784-1990-1234567-1")])) },
+  { body: envelope(messageBundle("view-patient-profile", [patient("784-1990-1234567-6")])) },
   { body: envelope(subscribe()) },
   { body: "not json at all" },
   { method: "GET" },
-  { body: envelope(messageBundle("get-pending-tasks", [patient("784-1990-1234567-1")])), path: ALTERNATE },
-  { body: envelope(messageBundle("view-patient-profile", [patient("784-1985-7654321-2")])) },
+  { body: envelope(messageBundle("get-pending-tasks", [patient("784-1990-1234567-6")])), path: ALTERNATE },
+  { body: envelope(messageBundle("view-patient-profile", [patient("784-1985-7654322-1")])) },
 ];
 
 async function send(url: string, call: (typeof CALLS)[number]): Promise<number> {

@@ -43,12 +43,12 @@ const addAllergy = () =>
   messageBundle("add-allergy", [
     {
       ...example<AllergyIntolerance>("allergyintolerance-example.json"),
-      patient: { identifier: { system: EID, value: "784-1990-1234567-1" } },
+      patient: { identifier: { system: EID, value: "784-1990-1234567-6" } },
     } as AllergyIntolerance,
   ]);
 const viewProfile = () =>
   messageBundle("view-patient-profile", [
-    { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-1" }] } as Patient,
+    { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-6" }] } as Patient,
   ]);
 
 describe("--proxy", () => {

@@ -121,7 +121,7 @@ describe("record through --proxy, export, replay", { timeout: 60_000 }, () => {
     const profile = rules.find((r) => r.when.operation === "view-patient-profile");
     expect(profile?.when).toEqual({
       operation: "view-patient-profile",
-      patient: "urn:ae:emirates-id|784-1979-7000001-3",
+      patient: "urn:ae:emirates-id|784-1979-7000001-0",
     });
     expect(profile?.sequence).toHaveLength(2);
     const addAllergy = rules.find((r) => r.when.operation === "add-allergy");

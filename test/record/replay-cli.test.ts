@@ -24,9 +24,9 @@ async function recordedFile(): Promise<string> {
   const { app } = createApp();
   const allergy = {
     ...example<AllergyIntolerance>("allergyintolerance-example.json"),
-    patient: { identifier: { system: EID, value: "784-1990-1234567-1" } },
+    patient: { identifier: { system: EID, value: "784-1990-1234567-6" } },
   } as AllergyIntolerance;
-  const patient = { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-1" }] } as Patient;
+  const patient = { resourceType: "Patient", identifier: [{ system: EID, value: "784-1990-1234567-6" }] } as Patient;
   await post(app, messageBundle("add-allergy", [allergy]));
   await post(app, messageBundle("view-patient-profile", [patient]));
   const dir = mkdtempSync(join(tmpdir(), "replay-cli-"));

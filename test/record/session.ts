@@ -2,7 +2,7 @@ import type { AllergyIntolerance, Bundle, Patient, Task } from "fhir/r4.js";
 import { envelope, example, focusOf, messageBundle, STANDARD } from "../support/messages.js";
 
 export const EID = "urn:ae:emirates-id";
-export const PATIENT_ID = "784-1979-7000001-3";
+export const PATIENT_ID = "784-1979-7000001-0";
 
 /** One message a client sent, with what it got back. */
 export interface Exchange {

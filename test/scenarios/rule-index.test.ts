@@ -147,7 +147,7 @@ describe("a message never evaluates the rules of other operations", () => {
       const view = await post(
         sandbox.app,
         messageBundle("view-patient-profile", [
-          { resourceType: "Patient", identifier: [{ system: "urn:ae:emirates-id", value: "784-1980-1111111-1" }] },
+          { resourceType: "Patient", identifier: [{ system: "urn:ae:emirates-id", value: "784-1980-1111111-3" }] },
         ] as Patient[]),
       );
       expect(view.status).toBe(200);

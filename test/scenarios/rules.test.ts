@@ -56,7 +56,7 @@ const allergy = (subject: Reference): AllergyIntolerance => ({
   ...example<AllergyIntolerance>("allergyintolerance-example.json"),
   patient: subject,
 });
-const weight = (kg: number, subject: Reference = byEid("784-1980-1111111-1")): Observation => ({
+const weight = (kg: number, subject: Reference = byEid("784-1980-1111111-3")): Observation => ({
   resourceType: "Observation",
   status: "final",
   code: { coding: [{ system: "http://loinc.org", code: "29463-7", display: "Body weight" }] },
@@ -66,7 +66,7 @@ const weight = (kg: number, subject: Reference = byEid("784-1980-1111111-1")): O
 });
 const bloodPressure = (): Observation => ({
   ...example<Observation>("observation-example-bloodpressure.json"),
-  subject: byEid("784-1980-1111111-1"),
+  subject: byEid("784-1980-1111111-3"),
 });
 
 interface Send {
@@ -80,11 +80,11 @@ const send = (app: Hono, s: Send, id?: string) => {
   if (id !== undefined) (bundle.entry?.[0]?.resource as { id: string }).id = id;
   return post(app, bundle, { ...(s.path ? { path: s.path } : {}), ...(s.headers ? { headers: s.headers } : {}) });
 };
-const viewProfile = (value = "784-1980-1111111-1"): Send => ({
+const viewProfile = (value = "784-1980-1111111-3"): Send => ({
   label: `view-patient-profile of ${value}`,
   bundle: () => messageBundle("view-patient-profile", [patient(value)]),
 });
-const addAllergy = (subject: Reference = byEid("784-1980-1111111-1"), headers?: Record<string, string>): Send => ({
+const addAllergy = (subject: Reference = byEid("784-1980-1111111-3"), headers?: Record<string, string>): Send => ({
   label: `add-allergy for ${JSON.stringify(subject)}${headers ? ` with ${JSON.stringify(headers)}` : ""}`,
   bundle: () => messageBundle("add-allergy", [allergy(subject)]),
   ...(headers ? { headers } : {}),
@@ -183,26 +183,26 @@ const MATCHER_CASES: MatcherCase[] = [
   },
   {
     kind: "patient key: the Emirates ID of a Patient entry",
-    when: `{ patient: "${EID}|784-1980-1111111-1" }`,
-    hit: [viewProfile("784-1980-1111111-1")],
+    when: `{ patient: "${EID}|784-1980-1111111-3" }`,
+    hit: [viewProfile("784-1980-1111111-3")],
     miss: [viewProfile("784-1980-2222222-2")],
   },
   {
     kind: "patient key: AllergyIntolerance.patient as a logical identifier reference",
-    when: `{ patient: "${EID}|784-1980-1111111-1" }`,
-    hit: [addAllergy(byEid("784-1980-1111111-1"))],
+    when: `{ patient: "${EID}|784-1980-1111111-3" }`,
+    hit: [addAllergy(byEid("784-1980-1111111-3"))],
     miss: [addAllergy(byEid("784-1980-2222222-2"))],
   },
   {
     kind: "patient key: Patient/{id}",
     when: "{ patient: pat-77 }",
     hit: [addAllergy({ reference: "Patient/pat-77" })],
-    miss: [addAllergy({ reference: "Patient/pat-78" }), addAllergy(byEid("784-1980-1111111-1"))],
+    miss: [addAllergy({ reference: "Patient/pat-78" }), addAllergy(byEid("784-1980-1111111-3"))],
   },
   {
     kind: "patient key (a list)",
-    when: `{ patient: [pat-77, "${EID}|784-1980-1111111-1"] }`,
-    hit: [addAllergy({ reference: "Patient/pat-77" }), viewProfile("784-1980-1111111-1")],
+    when: `{ patient: [pat-77, "${EID}|784-1980-1111111-3"] }`,
+    hit: [addAllergy({ reference: "Patient/pat-77" }), viewProfile("784-1980-1111111-3")],
     miss: [addAllergy({ reference: "Patient/pat-78" })],
   },
   {
@@ -258,7 +258,7 @@ ${when === undefined ? "" : `    when: ${when}\n`}    respond: { status: 418, bo
   });
 
   describe("combined: every condition given must hold", () => {
-    const key = "784-1980-1111111-1";
+    const key = "784-1980-1111111-3";
     const yaml = `
 rules:
   - name: combined
@@ -704,7 +704,7 @@ describe("fixtures (CONTRACT §7)", () => {
 
   it("a fixture patient's profile holds exactly its records, with the ids given", async () => {
     const { app } = fixtures();
-    const view = await profileOf(app, "784-1975-3000001-1");
+    const view = await profileOf(app, "784-1975-3000001-3");
     expect(view.patient).toMatchObject({
       id: "fx-noura",
       name: [{ family: "Al Hashimi", given: ["Noura"] }],
@@ -721,7 +721,7 @@ describe("fixtures (CONTRACT §7)", () => {
     expect(latex.code?.text).toBe("Latex");
     expect(latex.patient.reference).toBe("Patient/fx-noura");
 
-    const state = await patientState(app, `${EID}|784-1975-3000001-1`);
+    const state = await patientState(app, `${EID}|784-1975-3000001-3`);
     expect(state.patient.id).toBe("fx-noura");
     expect(state.records.map((r) => `${r.resourceType}/${r.id}`).sort()).toEqual([
       "AllergyIntolerance/fx-noura-latex",
@@ -730,7 +730,7 @@ describe("fixtures (CONTRACT §7)", () => {
       "Procedure/fx-noura-appendectomy",
       "Task/fx-noura-followup",
     ]);
-    expect(state.keys).toEqual(expect.arrayContaining(["fx-noura", `${EID}|784-1975-3000001-1`]));
+    expect(state.keys).toEqual(expect.arrayContaining(["fx-noura", `${EID}|784-1975-3000001-3`]));
   });
 
   it("a record without an id gets one, stable across starts", async () => {
@@ -757,7 +757,7 @@ describe("fixtures (CONTRACT §7)", () => {
 
   it("generated: true adds the generated records to the ones given", async () => {
     const { app } = fixtures();
-    const view = await profileOf(app, "784-1966-3000003-3");
+    const view = await profileOf(app, "784-1966-3000003-0");
     expect(view.patient.id).toBe("fx-latifa");
     const ids = view.records.map((r) => r.id);
     expect(ids).toContain("fx-latifa-pollen");
@@ -772,11 +772,11 @@ describe("fixtures (CONTRACT §7)", () => {
   it("a fixture record removed before POST /__admin/reset is back after it", async () => {
     const { app } = fixtures();
     builtIn(await send(app, removeAllergy("fx-noura-latex")));
-    expect((await profileOf(app, "784-1975-3000001-1")).records.map((r) => r.id)).not.toContain("fx-noura-latex");
+    expect((await profileOf(app, "784-1975-3000001-3")).records.map((r) => r.id)).not.toContain("fx-noura-latex");
 
     expect((await admin(app, "POST", "/reset")).status).toBe(200);
 
-    const after = await profileOf(app, "784-1975-3000001-1");
+    const after = await profileOf(app, "784-1975-3000001-3");
     expect(after.records.map((r) => r.id)).toContain("fx-noura-latex");
     expect(after.records.find((r) => r.id === "fx-noura-latex")).toMatchObject({ meta: { versionId: "1" } });
   });
@@ -879,7 +879,7 @@ describe("the shipped example rules (scenarios/20-, 30-, 40-*.yaml)", () => {
 
   it("scripted-pending-tasks returns the scripted Task for the requested patient", async () => {
     const { app } = shipped();
-    const eid = "784-1990-7777777-7";
+    const eid = "784-1990-7777777-1";
     const reply = await send(
       app,
       {

@@ -40,7 +40,7 @@ const addAllergy = () =>
   messageBundle("add-allergy", [
     {
       ...example<AllergyIntolerance>("allergyintolerance-example.json"),
-      patient: { identifier: { system: EID, value: "784-1980-1111111-1" } },
+      patient: { identifier: { system: EID, value: "784-1980-1111111-3" } },
     } as AllergyIntolerance,
   ]);
 const viewProfile = (value: string) =>
@@ -200,7 +200,7 @@ describe("rules added at run time: POST /__admin/scenarios (CONTRACT §7, §9)",
 
   it("applies the fixtures of a posted document at once", async () => {
     const { app } = sandbox(null);
-    const eid = "784-1971-4000001-1";
+    const eid = "784-1971-4000001-5";
     const added = await addScenario(
       app,
       JSON.stringify({

@@ -47,7 +47,7 @@ const weighing = (kg: number, id: string) =>
         resourceType: "Observation",
         status: "final",
         code: { coding: [{ system: "http://loinc.org", code: "29463-7", display: "Body weight" }] },
-        subject: { identifier: { system: EID, value: "784-1980-1111111-1" } },
+        subject: { identifier: { system: EID, value: "784-1980-1111111-3" } },
         valueQuantity: { value: kg, unit: "kg", system: "http://unitsofmeasure.org", code: "kg" },
       } as Observation,
     ],
@@ -99,7 +99,7 @@ describe("response templates (CONTRACT §7)", () => {
       headerLower: "echoed",
       headerMixed: "echoed",
       missingHeader: null,
-      patient: `${EID}|784-1980-1111111-1`,
+      patient: `${EID}|784-1980-1111111-3`,
       rule: "echo",
       hit: 1,
       hitText: "hit #1",
@@ -108,7 +108,7 @@ describe("response templates (CONTRACT §7)", () => {
       weight: 82.5,
       quantity: { value: 82.5, unit: "kg", system: "http://unitsofmeasure.org", code: "kg" },
       nothing: null,
-      sentence: `Weight 82.5 kg for ${EID}|784-1980-1111111-1.`,
+      sentence: `Weight 82.5 kg for ${EID}|784-1980-1111111-3.`,
       plain: "no templates here",
       number: 7,
       list: ["add-measurement", 1],
@@ -155,17 +155,17 @@ rules:
     const bundle = refused.body as Bundle;
     const outcome = bundle.entry?.find((e) => e.resource?.resourceType === "OperationOutcome")
       ?.resource as OperationOutcome;
-    expect(outcome.issue[0]?.diagnostics).toBe(`450 kg refused for ${EID}|784-1980-1111111-1`);
+    expect(outcome.issue[0]?.diagnostics).toBe(`450 kg refused for ${EID}|784-1980-1111111-3`);
 
     const listed = await post(
       app,
       messageBundle("view-patient-profile", [
-        { resourceType: "Patient", identifier: [{ system: EID, value: "784-1970-5555555-5" }] } as Patient,
+        { resourceType: "Patient", identifier: [{ system: EID, value: "784-1970-5555555-7" }] } as Patient,
       ]),
     );
     expect(responseHeader(listed.body as Bundle).response?.code).toBe("ok");
     const [task] = focusOf(listed.body as Bundle) as Task[];
-    expect(task).toMatchObject({ description: `For ${EID}|784-1970-5555555-5`, authoredOn: NOW });
+    expect(task).toMatchObject({ description: `For ${EID}|784-1970-5555555-7`, authoredOn: NOW });
     expect(task?.id).toMatch(/^00000000-0000-4000-8000-\d{12}$/);
   });
 

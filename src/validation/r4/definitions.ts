@@ -10,6 +10,8 @@ import { readFileSync } from "node:fs";
 /** A data type an element may hold: a type name, a backbone element path (e.g. `Observation.component`), or a primitive. */
 export interface TypeRef {
   code: string;
+  /** A Quantity profile the value must also meet (SimpleQuantity, MoneyQuantity): a key of `types`. */
+  profile?: string;
   /** Resource types a Reference or canonical may point at (`Resource` for any). */
   targets?: string[];
 }

@@ -19,13 +19,13 @@ describe("addAllergy against the sandbox", () => {
   beforeEach(() => sandbox.reset()); // patients back to fixtures, journal cleared
 
   it("adds the allergy and returns its server id", async () => {
-    const result = await addAllergy(sandbox.url, "784-1990-1234567-1", PENICILLIN);
+    const result = await addAllergy(sandbox.url, "784-1990-1234567-6", PENICILLIN);
 
     expect(result).toMatchObject({ ok: true, attempts: 1 });
     // The sandbox received exactly one add-allergy message, for this patient, with the SNOMED code.
     const check = sandbox.verify({
       operation: "add-allergy",
-      where: `${forPatient("784-1990-1234567-1")} and Bundle.entry.resource.ofType(AllergyIntolerance).code.coding.code = '91936005'`,
+      where: `${forPatient("784-1990-1234567-6")} and Bundle.entry.resource.ofType(AllergyIntolerance).code.coding.code = '91936005'`,
       count: 1,
     });
     expect(check.ok, JSON.stringify(check.nearMisses)).toBe(true);
@@ -37,7 +37,7 @@ describe("addAllergy against the sandbox", () => {
       { operation: "add-allergy", where: "Bundle.entry.resource.ofType(AllergyIntolerance).criticality = 'high'" },
       2000,
     );
-    const sent = addAllergy(sandbox.url, "784-1985-7654321-2", PEANUT);
+    const sent = addAllergy(sandbox.url, "784-1985-7654322-1", PEANUT);
 
     expect((await arrived).ok).toBe(true);
     const result = await sent;
@@ -53,7 +53,7 @@ rules:
   - name: allergy-service-down-once
     when:
       operation: add-allergy
-      patient: "urn:ae:emirates-id|784-1979-1111111-3"
+      patient: "urn:ae:emirates-id|784-1979-1111111-6"
     times: 1
     respond:
       status: 503
@@ -62,7 +62,7 @@ rules:
 `);
     const waits: number[] = [];
 
-    const result = await addAllergy(sandbox.url, "784-1979-1111111-3", PENICILLIN, {
+    const result = await addAllergy(sandbox.url, "784-1979-1111111-6", PENICILLIN, {
       wait: async (ms) => {
         waits.push(ms);
       },
@@ -83,13 +83,13 @@ rules:
       rules: [
         {
           name: "allergy-service-down",
-          when: { operation: "add-allergy", patient: "urn:ae:emirates-id|784-1979-2222222-8" },
+          when: { operation: "add-allergy", patient: "urn:ae:emirates-id|784-1979-2222222-5" },
           respond: { status: 503, outcome: { diagnostics: "Down for maintenance." } },
         },
       ],
     });
 
-    const result = await addAllergy(sandbox.url, "784-1979-2222222-8", PENICILLIN, { wait: async () => {} });
+    const result = await addAllergy(sandbox.url, "784-1979-2222222-5", PENICILLIN, { wait: async () => {} });
 
     expect(result).toMatchObject({
       ok: false,
@@ -113,7 +113,7 @@ describe("addAllergy in-process, without a port", () => {
   it("talks to app.fetch through the client's fetch option", async () => {
     const inProcess: typeof fetch = async (input, init) => sandbox.app.fetch(new Request(input, init));
 
-    const result = await addAllergy("http://sandbox.test", "784-1990-1234567-1", PENICILLIN, { fetch: inProcess });
+    const result = await addAllergy("http://sandbox.test", "784-1990-1234567-6", PENICILLIN, { fetch: inProcess });
 
     expect(result).toMatchObject({ ok: true });
     expect(sandbox.url).toBe("");

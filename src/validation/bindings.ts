@@ -1,0 +1,132 @@
+import { isObject } from "../envelope/json.js";
+import type { Binding } from "./r4/definitions.js";
+import { R4 } from "./r4/definitions.js";
+
+/** One binding problem: where under the bound node (a suffix of its path) and what is wrong. */
+export interface BindingProblem {
+  /** Path below the bound node, e.g. `.coding[0].code`; "" for the node itself. */
+  at: string;
+  says: string;
+}
+
+/** A value set's codes by system, or undefined when R4's definitions cannot expand it. */
+interface Expansion {
+  bySystem: Map<string, Set<string>>;
+  /** Every code, whatever its system (for `code` elements, which carry no system). */
+  all: Set<string>;
+  /** The allowed codes in words, for diagnostics. */
+  listed: string;
+}
+
+const expansions = new Map<string, Expansion | null>();
+
+function expansion(url: string): Expansion | undefined {
+  let found = expansions.get(url);
+  if (found === undefined) {
+    const def = R4.valueSets[url];
+    if (!def || "unexpandable" in def) found = null;
+    else {
+      const bySystem = new Map(Object.entries(def.systems).map(([s, codes]) => [s, new Set(codes)]));
+      const all = new Set([...bySystem.values()].flatMap((s) => [...s]));
+      const codes = [...all];
+      const listed =
+        codes.length <= 30 ? codes.join(", ") : `${codes.slice(0, 30).join(", ")} … (${codes.length} codes)`;
+      found = { bySystem, all, listed };
+    }
+    expansions.set(url, found);
+  }
+  return found ?? undefined;
+}
+
+const codeSystems = new Map<string, Set<string>>();
+/** The codes of a complete R4 code system, when the definitions carry it. */
+function codeSystem(url: string): Set<string> | undefined {
+  let found = codeSystems.get(url);
+  if (!found) {
+    const def = R4.codeSystems[url];
+    if (!def) return undefined;
+    found = new Set(def.codes);
+    codeSystems.set(url, found);
+  }
+  return found;
+}
+
+const vsName = (url: string) => url.replace("http://hl7.org/fhir/ValueSet/", "");
+
+/**
+ * Checks a value against its element's binding: a `code` (or string/uri)
+ * must be one of the value set's codes; a Coding must be; a CodeableConcept
+ * needs at least one coding from the value set, and a coding of one of the
+ * value set's systems must name one of its codes. Value sets that draw on
+ * code systems R4 does not ship (SNOMED CT, LOINC, UCUM, ISO …) are not checked.
+ *
+ * @example bindingProblems("code", "severe", { strength: "required", valueSet: ".../allergy-intolerance-criticality" })
+ */
+export function bindingProblems(type: string, value: unknown, binding: Binding): BindingProblem[] {
+  const vs = expansion(binding.valueSet);
+  if (!vs) return [];
+  const where = `the ${binding.strength} value set ${vsName(binding.valueSet)}`;
+  if (type === "Coding") return isObject(value) ? codingProblems(value, vs, where, ".code", true) : [];
+  if (type === "CodeableConcept") {
+    if (!isObject(value)) return [];
+    const codings = Array.isArray(value.coding) ? value.coding : [];
+    const problems: BindingProblem[] = [];
+    let fromSet = false;
+    codings.forEach((coding: unknown, i: number) => {
+      if (!isObject(coding)) return;
+      if (typeof coding.system === "string" && vs.bySystem.has(coding.system)) {
+        const own = codingProblems(coding, vs, where, `.coding[${i}].code`, false);
+        if (own.length === 0) fromSet = true;
+        problems.push(...own);
+      }
+    });
+    if (problems.length > 0) return problems;
+    if (!fromSet) {
+      return [
+        {
+          at: "",
+          says: `none of its codings is from ${where}; add a coding of ${[...vs.bySystem.keys()].join(" or ")} with one of: ${vs.listed}.`,
+        },
+      ];
+    }
+    return [];
+  }
+  // code, string, uri: the value itself.
+  if (typeof value !== "string" || vs.all.has(value)) return [];
+  return [{ at: "", says: `${JSON.stringify(value)} is not in ${where}; allowed: ${vs.listed}.` }];
+}
+
+function codingProblems(
+  coding: Record<string, unknown>,
+  vs: Expansion,
+  where: string,
+  at: string,
+  needSystem: boolean,
+): BindingProblem[] {
+  const { system, code } = coding;
+  if (typeof code !== "string") return [];
+  const codes = typeof system === "string" ? vs.bySystem.get(system) : undefined;
+  if (codes?.has(code)) return [];
+  if (!codes && !needSystem) return [];
+  const systems = [...vs.bySystem.keys()].join(" or ");
+  return [
+    {
+      at,
+      says: codes
+        ? `${JSON.stringify(code)} is not in ${where}; allowed codes of ${system}: ${[...codes].join(", ")}.`
+        : `the coding (system ${JSON.stringify(system ?? null)}) is not from ${where}; use ${systems} with one of: ${vs.listed}.`,
+    },
+  ];
+}
+
+/**
+ * A coding of a complete R4 code system (HL7's own, e.g. condition-clinical)
+ * must name one of its codes, whatever binds the element.
+ */
+export function unknownCodeOf(coding: Record<string, unknown>): string | undefined {
+  const { system, code } = coding;
+  if (typeof system !== "string" || typeof code !== "string") return undefined;
+  const codes = codeSystem(system);
+  if (!codes || codes.has(code)) return undefined;
+  return `${JSON.stringify(code)} is not a code of ${system}.`;
+}

@@ -1,0 +1,357 @@
+import { isValidEmiratesId } from "../domain/emirates-id.js";
+import { isObject } from "../envelope/json.js";
+import { type Issue, type IssueCode, type IssueSeverity, issue } from "../fhir/outcome.js";
+import { bindingProblems, unknownCodeOf } from "./bindings.js";
+import { type CompiledType, compiledType, type Slot } from "./compiled-types.js";
+import { unreferencedContained } from "./contained.js";
+import type { InvariantEnv } from "./invariants/compile-invariant.js";
+import { describe } from "./primitives.js";
+import { isResourceType } from "./r4/definitions.js";
+import { BundleReferences, referenceProblem } from "./references.js";
+import { xhtmlProblems } from "./xhtml.js";
+
+export interface ValidatorOptions {
+  /** `full`: everything R4 defines; `shape`: only JSON kinds (what the built-in behaviour needs to read a message). */
+  mode: "full" | "shape";
+  /** Identifier system whose values must be Emirates IDs. */
+  emiratesIdSystem: string;
+  emiratesIdCheck: "error" | "warning" | "off";
+}
+
+/**
+ * Validates a resource (for a message, the Bundle) against the R4 core
+ * definitions and returns every problem found, errors and warnings, each
+ * with a FHIRPath from `root` (e.g. `Bundle`) that evaluates to the
+ * offending node, or to the parent of a missing element.
+ *
+ * @example
+ *   validateResource(bundle, { mode: "full", emiratesIdSystem: "urn:ae:emirates-id", emiratesIdCheck: "error" })
+ *   // → [{ severity: "error", code: "code-invalid", expression: ["Bundle.entry[1].resource.criticality"], … }]
+ */
+export function validateResource(resource: Record<string, unknown>, options: ValidatorOptions): Issue[] {
+  const walk = new Walk(options, resource);
+  const type = resource.resourceType;
+  if (typeof type !== "string" || !isResourceType(type)) {
+    return [issue("structure", `${describeType(type)} is not an R4 resource type.`, undefined)];
+  }
+  walk.resource(resource, type, type, undefined, true);
+  return walk.finish();
+}
+
+function describeType(type: unknown): string {
+  return typeof type === "string" ? `resourceType ${JSON.stringify(type)}` : "A missing resourceType";
+}
+
+class Walk {
+  readonly #issues: Issue[] = [];
+  readonly #full: boolean;
+  readonly #references: BundleReferences | undefined;
+  /** fullUrl of the Bundle entry being walked: relative references resolve against it. */
+  #entryUrl: string | undefined;
+
+  constructor(
+    private readonly options: ValidatorOptions,
+    root: Record<string, unknown>,
+  ) {
+    this.#full = options.mode === "full";
+    this.#references = root.resourceType === "Bundle" ? new BundleReferences(root) : undefined;
+  }
+
+  finish(): Issue[] {
+    // An error at a node says more than a warning about the same node (an unknown code under a required binding, say).
+    const errorAt = new Set(this.#issues.filter((i) => i.severity === "error").map((i) => i.expression?.[0]));
+    return this.#issues.filter((i) => i.severity === "error" || !errorAt.has(i.expression?.[0]));
+  }
+
+  #add(code: IssueCode, diagnostics: string, path: string, severity: IssueSeverity = "error"): void {
+    this.#issues.push(issue(code, diagnostics, path, severity));
+  }
+
+  /** A resource at `path`; `root` when it starts a new %rootResource (not a contained one). */
+  resource(value: Record<string, unknown>, type: string, path: string, outer: InvariantEnv | undefined, root: boolean) {
+    const env: InvariantEnv = { resource: value, rootResource: root || !outer ? value : outer.rootResource };
+    this.#object(value, compiledType(type), path, env, type);
+    if (this.#full && value.contained !== undefined) {
+      for (const id of unreferencedContained(value)) {
+        this.#add(
+          "invariant",
+          `dom-3: the contained resource "${id}" is not referred to from elsewhere in the ${type} ("#${id}"); a contained resource SHALL be referred to from its container or refer to it.`,
+          path,
+        );
+      }
+    }
+  }
+
+  #object(value: Record<string, unknown>, type: CompiledType, path: string, env: InvariantEnv, label: string): void {
+    const full = this.#full;
+    let seenChoice: Map<string, string> | undefined;
+    let keys = 0;
+    for (const key in value) {
+      keys++;
+      if (key === "resourceType") continue;
+      const child = value[key];
+      if (key.charCodeAt(0) === 95 /* _ */) {
+        this.#primitiveExtension(key, child, value, type, path, env, label);
+        continue;
+      }
+      const slot = type.slots.get(key);
+      if (!slot) {
+        if (full) this.#unknown(key, type, path, label);
+        continue;
+      }
+      if (slot.element.choice && full) {
+        seenChoice ??= new Map();
+        const other = seenChoice.get(slot.name);
+        if (other) {
+          this.#add(
+            "structure",
+            `${label}.${slot.name}[x] takes one value, but both ${other} and ${key} are given; keep one.`,
+            `${path}.${key}`,
+          );
+        } else seenChoice.set(slot.name, key);
+      }
+      const at = `${path}.${key}`;
+      if (slot.repeating) {
+        if (!Array.isArray(child)) {
+          this.#add(
+            "structure",
+            `${label}.${key} repeats in R4 and must be a JSON array (wrap a single value in [ ]), found ${describe(child)}.`,
+            at,
+          );
+          continue;
+        }
+        if (child.length === 0) {
+          if (full) this.#add("structure", `${label}.${key} is an empty array; leave the element out instead.`, path);
+          continue;
+        }
+        if (full && slot.element.max > 0 && child.length > slot.element.max) {
+          this.#add(
+            "structure",
+            `${label}.${key} allows at most ${slot.element.max} values, found ${child.length}.`,
+            at,
+          );
+        }
+        const extensions = value[`_${key}`];
+        for (let i = 0; i < child.length; i++) {
+          const item = child[i];
+          if (item === null) {
+            // null holds a place only where the `_` array carries that item's extensions.
+            if (!(slot.primitive && Array.isArray(extensions) && isObject(extensions[i]))) {
+              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, at);
+            }
+            continue;
+          }
+          this.#value(item, slot, `${at}[${i}]`, env, `${label}.${key}`);
+        }
+      } else if (Array.isArray(child)) {
+        this.#add("structure", `${label}.${key} does not repeat in R4: give a single value, not an array.`, at);
+      } else if (child === null) {
+        this.#add("structure", `${label}.${key} is null; JSON null is not a FHIR value (leave the element out).`, path);
+      } else {
+        this.#value(child, slot, at, env, `${label}.${key}`);
+      }
+    }
+    if (!full) return;
+    if (keys === 0 || (keys === 1 && "id" in value)) {
+      this.#add("structure", `${label} is empty: an element must have a value or children (ele-1).`, path);
+    }
+    for (const req of type.required) {
+      if (!req.keys.some((k) => value[k] !== undefined || value[`_${k}`] !== undefined)) {
+        const names = req.keys.length > 1 ? `${req.name}[x] (${req.keys.join(", ")})` : req.name;
+        this.#add("required", `${label}.${names} is required (at least ${req.min}) but missing.`, path);
+      }
+    }
+    this.#invariants(type.invariants, value, path, env);
+  }
+
+  #value(value: unknown, slot: Slot, path: string, env: InvariantEnv, label: string): void {
+    const full = this.#full;
+    if (slot.primitive) {
+      const problem = slot.primitive(value);
+      if (problem) {
+        if (full || problem.code === "structure") this.#add(problem.code, `${label} ${problem.says}`, path);
+        return;
+      }
+      if (!full) return;
+      if (slot.binding) this.#binding(slot, value, path, label);
+      if (slot.xhtml && typeof value === "string") {
+        for (const p of xhtmlProblems(value)) this.#add("invariant", `${label}: ${p.says}`, path);
+      }
+      this.#invariants(slot.invariants, value, path, env);
+      return;
+    }
+    if (!isObject(value)) {
+      this.#add("structure", `${label} must be a JSON object (FHIR ${slot.type}), found ${describe(value)}.`, path);
+      return;
+    }
+    if (slot.type === "Resource") {
+      const rt = value.resourceType;
+      if (typeof rt !== "string" || !isResourceType(rt)) {
+        this.#add(
+          "structure",
+          `${label}: ${describeType(rt)} is not an R4 resource type; every resource needs a known resourceType.`,
+          path,
+        );
+        return;
+      }
+      const saved = this.#entryUrl;
+      this.resource(value, rt, path, env, slot.name !== "contained");
+      this.#entryUrl = saved;
+      return;
+    }
+    if (slot.type === "Bundle.entry" && typeof value.fullUrl === "string") this.#entryUrl = value.fullUrl;
+    this.#object(value, compiledType(slot.type), path, env, full ? typeLabel(slot.type) : label);
+    if (!full) return;
+    if (slot.binding) this.#binding(slot, value, path, label);
+    this.#invariants(slot.invariants, value, path, env);
+    switch (slot.type) {
+      case "Reference":
+        this.#reference(value, slot, path, label);
+        break;
+      case "Identifier":
+        this.#emiratesId(value, path);
+        break;
+      case "Coding": {
+        const unknown = unknownCodeOf(value);
+        if (unknown) this.#add("code-invalid", `${label}: ${unknown}`, `${path}.code`, "warning");
+        break;
+      }
+    }
+  }
+
+  #primitiveExtension(
+    key: string,
+    child: unknown,
+    value: Record<string, unknown>,
+    type: CompiledType,
+    path: string,
+    env: InvariantEnv,
+    label: string,
+  ): void {
+    const name = key.slice(1);
+    const slot = type.slots.get(name);
+    if (!slot?.primitive) {
+      if (this.#full) this.#unknown(key, type, path, label);
+      return;
+    }
+    const element = compiledType("Element");
+    const at = `${path}.${name}`;
+    if (slot.repeating) {
+      if (!Array.isArray(child)) {
+        this.#add("structure", `${label}.${key} must be an array matching ${label}.${name}.`, path);
+        return;
+      }
+      const values = value[name];
+      child.forEach((item, i) => {
+        if (item === null) return;
+        if (!isObject(item)) this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, path);
+        else this.#object(item, element, Array.isArray(values) ? `${at}[${i}]` : at, env, `${label}.${name}`);
+      });
+    } else if (!isObject(child)) {
+      this.#add("structure", `${label}.${key} must be an object (id, extension), found ${describe(child)}.`, path);
+    } else {
+      this.#object(child, element, value[name] === undefined ? path : at, env, `${label}.${name}`);
+    }
+  }
+
+  #unknown(key: string, type: CompiledType, path: string, label: string): void {
+    const name = key.startsWith("_") ? key.slice(1) : key;
+    const choice = [...type.slots.values()].find((s) => s.element.choice && s.name === name);
+    if (choice) {
+      // A bare choice name (`value`) is not reachable by FHIRPath: the issue points at the parent.
+      const keys = [...type.slots.entries()].filter(([, s]) => s.name === name).map(([k]) => k);
+      this.#add(
+        "structure",
+        `${label} has no element "${key}": ${name}[x] is a choice element, named by its type: ${keys.join(", ")}.`,
+        path,
+      );
+      return;
+    }
+    const near = nearest(name, type.names);
+    this.#add(
+      "structure",
+      `"${key}" is not an element of ${label} in FHIR R4${near ? ` (did you mean "${near}"?)` : ""}; unknown elements are not allowed (use an extension).`,
+      `${path}.${key}`,
+    );
+  }
+
+  #binding(slot: Slot, value: unknown, path: string, label: string): void {
+    const binding = slot.binding;
+    if (!binding) return;
+    for (const p of bindingProblems(slot.type, value, binding)) {
+      this.#add(
+        "code-invalid",
+        `${label}${p.at}: ${p.says}`,
+        `${path}${p.at}`,
+        binding.strength === "required" ? "error" : "warning",
+      );
+    }
+  }
+
+  #invariants(
+    list: readonly {
+      key: string;
+      severity: "error" | "warning";
+      human: string;
+      check: (n: unknown, e: InvariantEnv) => boolean;
+    }[],
+    value: unknown,
+    path: string,
+    env: InvariantEnv,
+  ): void {
+    for (const inv of list) {
+      if (!inv.check(value, env)) this.#add("invariant", `${inv.key}: ${inv.human}`, path, inv.severity);
+    }
+  }
+
+  #reference(value: Record<string, unknown>, slot: Slot, path: string, label: string): void {
+    const problem = referenceProblem(value, slot.targets, this.#references, this.#entryUrl);
+    if (problem) this.#add(problem.code, `${label}: ${problem.says}`, `${path}.reference`);
+  }
+
+  #emiratesId(value: Record<string, unknown>, path: string): void {
+    const { emiratesIdCheck, emiratesIdSystem } = this.options;
+    if (emiratesIdCheck === "off" || value.system !== emiratesIdSystem || typeof value.value !== "string") return;
+    if (isValidEmiratesId(value.value)) return;
+    this.#add(
+      "value",
+      `${JSON.stringify(value.value)} is not a valid Emirates ID (system ${emiratesIdSystem}): expected 784-YYYY-NNNNNNN-C, 784, the birth year, a 7-digit serial and a Luhn check digit over the 14 digits before it.`,
+      `${path}.value`,
+      emiratesIdCheck,
+    );
+  }
+}
+
+/** Backbone element paths read as they are (`Observation.component`); data types by name. */
+function typeLabel(type: string): string {
+  return type;
+}
+
+/** The element name closest to a misspelt one (edit distance ≤ 2), for "did you mean". */
+function nearest(name: string, names: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = 3;
+  for (const candidate of names) {
+    const d = distance(name.toLowerCase(), candidate.toLowerCase());
+    if (d < bestDistance) {
+      best = candidate;
+      bestDistance = d;
+    }
+  }
+  return best;
+}
+
+function distance(a: string, b: string): number {
+  if (Math.abs(a.length - b.length) > 2) return 3;
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let previous = row[0] as number;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const current = row[j] as number;
+      row[j] = Math.min((row[j] as number) + 1, (row[j - 1] as number) + 1, previous + (a[i - 1] === b[j - 1] ? 0 : 1));
+      previous = current;
+    }
+  }
+  return row[b.length] as number;
+}

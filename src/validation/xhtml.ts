@@ -1,0 +1,42 @@
+/**
+ * The R4 narrative rules (narrative.html) that invariants txt-1 and txt-2
+ * express as `htmlChecks()`, a FHIRPath function the FHIRPath engine does not
+ * implement: the div is XHTML in the XHTML namespace, holds some text or an
+ * image, and uses no scripts, forms, frames, objects, document-level elements
+ * or event attributes.
+ */
+const ROOT = /^\s*<div\b[^>]*\bxmlns\s*=\s*["']http:\/\/www\.w3\.org\/1999\/xhtml["'][^>]*>[\s\S]*<\/div>\s*$/;
+const FORBIDDEN_ELEMENT =
+  /<\s*(script|style|head|body|html|form|input|button|select|textarea|iframe|frame|frameset|object|embed|applet|base|link|meta|title)\b/i;
+const EVENT_ATTRIBUTE = /<[^>]*\son[a-z]+\s*=/i;
+
+export interface XhtmlProblem {
+  key: "txt-1" | "txt-2";
+  says: string;
+}
+
+/** Problems of a Narrative.div value, each under the invariant it breaks. */
+export function xhtmlProblems(div: string): XhtmlProblem[] {
+  const problems: XhtmlProblem[] = [];
+  if (!ROOT.test(div)) {
+    problems.push({
+      key: "txt-1",
+      says: 'txt-1: The narrative must be a <div xmlns="http://www.w3.org/1999/xhtml"> element holding XHTML.',
+    });
+  }
+  const element = FORBIDDEN_ELEMENT.exec(div);
+  if (element) {
+    problems.push({
+      key: "txt-1",
+      says: `txt-1: The narrative SHALL contain only the basic html formatting elements; <${element[1]?.toLowerCase()}> is not allowed.`,
+    });
+  }
+  if (EVENT_ATTRIBUTE.test(div)) {
+    problems.push({ key: "txt-1", says: "txt-1: The narrative SHALL NOT use event attributes such as onclick." });
+  }
+  const text = div.replace(/<[^>]*>/g, "").replace(/&nbsp;|&#160;/g, " ");
+  if (text.trim() === "" && !/<img\b/i.test(div)) {
+    problems.push({ key: "txt-2", says: "txt-2: The narrative SHALL have some non-whitespace content." });
+  }
+  return problems;
+}
