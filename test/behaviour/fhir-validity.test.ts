@@ -33,7 +33,7 @@ describe("every resource the sandbox emits is valid FHIR R4 (independent validat
         (await validReply(app, messageBundle(`add-${kind}`, [withPatient(file, field)]))).body,
       )[0] as Resource;
       await validReply(app, messageBundle(`update-${kind}`, [{ ...added, [field]: who } as Resource]));
-      const removal = messageBundle(`remove-${kind}`, [{ resourceType: added.resourceType, id: added.id } as Resource]);
+      const removal = messageBundle(`remove-${kind}`, [added]);
       await validReply(app, removal, kind === "allergy" ? ALTERNATE : undefined);
     }
 

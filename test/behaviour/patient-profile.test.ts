@@ -57,7 +57,8 @@ describe("patient profile (CONTRACT §6)", () => {
     const [removed] = ok(
       await s.send(
         "remove-allergy",
-        [{ resourceType: "AllergyIntolerance", id: added?.id } as AllergyIntolerance],
+        // R4 requires AllergyIntolerance.patient: the client sends the record as the sandbox returned it.
+        [added as AllergyIntolerance],
         ALTERNATE,
       ),
     ) as AllergyIntolerance[];
@@ -169,7 +170,7 @@ describe("patient-profile refusals (CONTRACT §5)", () => {
   it("a removed record cannot be updated or removed again", async () => {
     const s = newSandbox();
     const [added] = ok(await s.send("add-allergy", [allergy("784-1990-1234567-6")]));
-    const removal = [{ resourceType: "AllergyIntolerance", id: added?.id } as AllergyIntolerance];
+    const removal = [added as AllergyIntolerance];
     ok(await s.send("remove-allergy", removal, ALTERNATE));
     expect(refusal(await s.send("remove-allergy", removal, ALTERNATE))[0]?.diagnostics).toMatch(/removed/);
     expect(
@@ -186,9 +187,7 @@ describe("patient-profile refusals (CONTRACT §5)", () => {
       ["observation-example-heart-rate.json", "measurement", { status: "entered-in-error" }],
     ] as const) {
       const [added] = ok(await s.send(`add-${kind}`, [{ ...example(file), subject } as Resource]));
-      const [removed] = ok(
-        await s.send(`remove-${kind}`, [{ resourceType: added?.resourceType, id: added?.id } as Resource]),
-      );
+      const [removed] = ok(await s.send(`remove-${kind}`, [added as Resource]));
       expect(removed).toMatchObject(check);
       if (added?.resourceType === "Condition") expect(removed).not.toHaveProperty("clinicalStatus");
     }

@@ -120,12 +120,19 @@ describe("telling operations apart", () => {
     expect((await journalledCall(app, header.id as string)).operation).toBe("add-allergy");
   });
 
-  it("prefers eventCoding.code over eventUri", async () => {
-    const { app } = createApp();
+  it("prefers eventCoding.code over eventUri (a message with both is invalid R4: refused unless --validation warn)", async () => {
     const request = messageBundle("add-allergy", [example<AllergyIntolerance>("allergyintolerance-example.json")]);
     const header = responseHeader(request);
     header.eventUri = "https://sandbox.example.ae/events/view-patient-profile";
 
+    // MessageHeader.event[x] is a choice: one of eventCoding and eventUri.
+    const strict = await post(createApp().app, request);
+    expect(strict.status).toBe(400);
+    expect(strict.body.issue).toContainEqual(
+      expect.objectContaining({ code: "structure", expression: ["Bundle.entry[0].resource.eventUri"] }),
+    );
+
+    const { app } = createApp({ validation: "warn" });
     const reply = await post(app, request);
 
     expectOk(reply, request, STANDARD);

@@ -98,9 +98,25 @@ const addBloodPressure: Send = {
   label: "add-measurement of a blood-pressure panel (component values only)",
   bundle: () => messageBundle("add-measurement", [bloodPressure()]),
 };
-const removeAllergy = (id: string, path = ALTERNATE): Send => ({
+const removeAllergy = (id: string, path = ALTERNATE, patient = "Patient/example"): Send => ({
   label: `remove-allergy ${id} on ${path}`,
-  bundle: () => messageBundle("remove-allergy", [{ resourceType: "AllergyIntolerance", id } as AllergyIntolerance]),
+  // Valid R4: patient is required, and a record marked entered-in-error has no clinicalStatus (ait-1, ait-2).
+  bundle: () =>
+    messageBundle("remove-allergy", [
+      {
+        resourceType: "AllergyIntolerance",
+        id,
+        verificationStatus: {
+          coding: [
+            {
+              system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification",
+              code: "entered-in-error",
+            },
+          ],
+        },
+        patient: { reference: patient },
+      } as AllergyIntolerance,
+    ]),
   path,
 });
 
@@ -771,7 +787,7 @@ describe("fixtures (CONTRACT §7)", () => {
 
   it("a fixture record removed before POST /__admin/reset is back after it", async () => {
     const { app } = fixtures();
-    builtIn(await send(app, removeAllergy("fx-noura-latex")));
+    builtIn(await send(app, removeAllergy("fx-noura-latex", ALTERNATE, "Patient/fx-noura")));
     expect((await profileOf(app, "784-1975-3000001-3")).records.map((r) => r.id)).not.toContain("fx-noura-latex");
 
     expect((await admin(app, "POST", "/reset")).status).toBe(200);

@@ -179,6 +179,9 @@ rules:
       messageBundle("add-allergy", [
         {
           resourceType: "AllergyIntolerance",
+          clinicalStatus: {
+            coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+          },
           code: { text: "Cashew" },
           patient: { display: "a patient without a key" },
         } as AllergyIntolerance,
