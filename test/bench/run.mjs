@@ -12,7 +12,7 @@
 // summary lines being { what, value, target?, met? } for the table printed at the
 // end; add one as a module beside this file and list it in SECTIONS.
 //
-// Sections: throughput, cold-start, memory (BENCH_MEMORY_CALLS, default 100000),
+// Sections: validation, throughput, cold-start, memory (BENCH_MEMORY_CALLS, default 100000),
 // fan-out, scenario-matching.
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -21,8 +21,9 @@ import { fanOut } from "./fan-out.mjs";
 import { memory } from "./memory.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
 import { throughput } from "./throughput.mjs";
+import { validation } from "./validation.mjs";
 
-const SECTIONS = [throughput, coldStart, memory, fanOut, scenarioMatching];
+const SECTIONS = [validation, throughput, coldStart, memory, fanOut, scenarioMatching];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */
 const DEADLINE_MS = 12 * 60_000;
