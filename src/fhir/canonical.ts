@@ -5,6 +5,9 @@
  */
 export const CANONICAL_BASE = "https://uae-fhir-sandbox.example/fhir";
 
+/** The publisher of everything the sandbox defines. */
+export const PUBLISHER = "uae-fhir-sandbox";
+
 /**
  * The canonical URL of a conformance resource the sandbox defines.
  *

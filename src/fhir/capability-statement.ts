@@ -1,10 +1,18 @@
 import type { CapabilityStatement } from "fhir/r4.js";
 import { VERSION } from "../version.js";
+import { PUBLISHER } from "./canonical.js";
 import type { PublishedMessage } from "./message-definitions.js";
-import { PUBLISHER } from "./message-definitions.js";
 
 /** The standard definition of the operation every message path serves. */
 export const PROCESS_MESSAGE_DEFINITION = "http://hl7.org/fhir/OperationDefinition/MessageHeader-process-message";
+
+/** The one search parameter the conformance resources take: resolving a canonical URL to its resource. */
+const BY_URL = {
+  name: "url",
+  definition: "http://hl7.org/fhir/SearchParameter/conformance-url",
+  type: "uri",
+  documentation: "The canonical URL, exactly (a `|version` suffix is ignored). Other parameters are ignored.",
+} as const;
 
 /** A message path as the request saw it, and the event codes it receives. */
 export interface MessageEndpoint {
@@ -50,17 +58,19 @@ export function capabilityStatement(input: CapabilityInput): CapabilityStatement
       {
         mode: "server",
         documentation:
-          "Conformance resources that describe the messages (read and search; a search takes no parameters and returns every resource of the type), and $process-message on the message paths.",
+          "Conformance resources that describe the messages (read, and search by `url` or with no parameter for all of a type), and $process-message on the message paths.",
         resource: [
           {
             type: "MessageDefinition",
             interaction: [{ code: "read" }, { code: "search-type" }],
+            searchParam: [BY_URL],
             documentation:
               "One per operation the sandbox receives (and per alias of its event code), one per push it sends; generated from the operations catalogue.",
           },
           {
             type: "StructureDefinition",
             interaction: [{ code: "read" }, { code: "search-type" }],
+            searchParam: [BY_URL],
             documentation: "The extensions the sandbox defines.",
           },
         ],

@@ -1,6 +1,6 @@
 import type { ElementDefinition, StructureDefinition } from "fhir/r4.js";
 import { VERSION } from "../version.js";
-import { canonicalUrl } from "./canonical.js";
+import { canonicalUrl, PUBLISHER } from "./canonical.js";
 
 /** One extension the sandbox defines: where it may appear and the type of its value. */
 export interface SandboxExtension {
@@ -47,8 +47,6 @@ export const PRICE_EXTENSION = canonicalUrl("StructureDefinition", "price");
 
 /** When the extension definitions last changed (StructureDefinition.date): they are fixed, not generated. */
 export const EXTENSIONS_DATE = "2026-11-23";
-
-const PUBLISHER = "uae-fhir-sandbox";
 
 /**
  * The R4 StructureDefinition of a sandbox extension: a constraint on

@@ -2,11 +2,8 @@ import type { MessageDefinition, MessageDefinitionFocus } from "fhir/r4.js";
 import type { PushMessageSpec } from "../orders/push-messages.js";
 import type { OperationSpec } from "../routing/operation.js";
 import { VERSION } from "../version.js";
-import { canonicalUrl } from "./canonical.js";
+import { canonicalUrl, PUBLISHER } from "./canonical.js";
 import { SANDBOX_EVENT_SYSTEM } from "./response-message.js";
-
-/** The publisher of everything the sandbox defines. */
-export const PUBLISHER = "uae-fhir-sandbox";
 
 /** Why a MessageDefinition exists: an operation the sandbox receives (or an alias of one), or a push it sends. */
 export type MessageMode = "receiver" | "sender";

@@ -58,7 +58,16 @@ export function mountCapabilityRoutes(app: Hono<EdgeEnv>, options: CapabilityRou
     for (const [type, table] of Object.entries(tables)) {
       app.all(`${root}/${type}`, (c) => {
         if (c.req.method !== "GET") return notAllowed(c);
-        return fhirResponse(c, 200, searchset(`${fhirBaseOf(c, base)}/${type}`, [...table.values()]));
+        // Only `url` is supported; other parameters are ignored, as FHIR search allows, and left out of the self link.
+        const url = c.req.query("url");
+        const canonical = url?.split("|")[0];
+        const matches = [...table.values()].filter((r) => canonical === undefined || urlOf(r) === canonical);
+        const self = `${fhirBaseOf(c, base)}/${type}`;
+        return fhirResponse(
+          c,
+          200,
+          searchset(self, url === undefined ? "" : `?url=${encodeURIComponent(url)}`, matches),
+        );
       });
       app.all(`${root}/${type}/:id`, (c) => {
         if (c.req.method !== "GET") return notAllowed(c);
@@ -85,15 +94,17 @@ function notAllowed(c: Context<EdgeEnv>): Response {
   );
 }
 
-/** Every resource of a type as a search result; no search parameters are applied. */
-function searchset(self: string, resources: readonly Resource[]): Bundle {
+const urlOf = (resource: Resource) => (resource as { url?: string }).url;
+
+/** Search results: `typeUrl` is the type's RESTful URL, `query` the parameters applied. */
+function searchset(typeUrl: string, query: string, resources: readonly Resource[]): Bundle {
   return {
     resourceType: "Bundle",
     type: "searchset",
     total: resources.length,
-    link: [{ relation: "self", url: self }],
+    link: [{ relation: "self", url: `${typeUrl}${query}` }],
     entry: resources.map((resource) => ({
-      fullUrl: `${self}/${resource.id}`,
+      fullUrl: `${typeUrl}/${resource.id}`,
       resource,
       search: { mode: "match" },
     })),

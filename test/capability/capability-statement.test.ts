@@ -119,6 +119,12 @@ describe("GET /uae-fhir/r4/metadata: the CapabilityStatement (CONTRACT §12)", (
       { type: "MessageDefinition", interaction: [{ code: "read" }, { code: "search-type" }] },
       { type: "StructureDefinition", interaction: [{ code: "read" }, { code: "search-type" }] },
     ]);
+    for (const resource of rest?.resource ?? []) {
+      expect(
+        resource.searchParam?.map((p) => [p.name, p.type]),
+        resource.type,
+      ).toEqual([["url", "uri"]]);
+    }
     expect(rest?.operation?.map((o) => ({ name: o.name, definition: o.definition }))).toEqual([
       { name: "process-message", definition: "http://hl7.org/fhir/OperationDefinition/MessageHeader-process-message" },
     ]);

@@ -155,6 +155,38 @@ describe("GET /uae-fhir/r4/MessageDefinition: the searchset", () => {
   });
 });
 
+describe("GET /uae-fhir/r4/MessageDefinition?url=: resolving a canonical", () => {
+  it("finds the one MessageDefinition with that url (a |version suffix ignored)", async () => {
+    const app = sandbox();
+    for (const query of [
+      `${CANONICAL}/MessageDefinition/order-allocation`,
+      `${CANONICAL}/MessageDefinition/order-allocation|0.1.0`,
+    ]) {
+      const { res, body } = await get(app, `/uae-fhir/r4/MessageDefinition?url=${encodeURIComponent(query)}`);
+      const bundle = body as Bundle;
+      expect(res.status).toBe(200);
+      expect(bundle).toMatchObject({ type: "searchset", total: 1 });
+      expect(bundle.entry?.[0]?.resource?.id).toBe("order-allocation");
+      expect(bundle.link?.[0]?.url).toBe(
+        `http://localhost/uae-fhir/r4/MessageDefinition?url=${encodeURIComponent(query)}`,
+      );
+      expect(r4Problems(bundle)).toEqual([]);
+    }
+  });
+
+  it("an unknown url is an empty searchset; other parameters are ignored", async () => {
+    const app = sandbox();
+    const none = (await get(app, "/uae-fhir/r4/MessageDefinition?url=http%3A%2F%2Fexample.org%2Fnope")).body as Bundle;
+    expect(none).toMatchObject({ resourceType: "Bundle", type: "searchset", total: 0 });
+    expect(none.entry ?? []).toEqual([]);
+    expect(r4Problems(none)).toEqual([]);
+
+    const all = (await get(app, "/uae-fhir/r4/MessageDefinition?_count=1&name=AddAllergy")).body as Bundle;
+    expect(all.total).toBe(20);
+    expect(all.link?.[0]?.url).toBe("http://localhost/uae-fhir/r4/MessageDefinition");
+  });
+});
+
 describe("MessageDefinitions with an operations file (renamed code, alias)", () => {
   const app = () => sandbox({ operationsFile: fixture("rename-add-allergy.yaml") });
 

@@ -85,6 +85,13 @@ describe("GET /uae-fhir/r4/StructureDefinition/{id}: the sandbox's extensions (C
     expect(r4Problems(bundle)).toEqual([]);
   });
 
+  it("GET .../StructureDefinition?url= resolves an extension's canonical URL", async () => {
+    const { body } = await get(sandbox(), `/uae-fhir/r4/StructureDefinition?url=${encodeURIComponent(ETA)}`);
+
+    expect(body).toMatchObject({ type: "searchset", total: 1 });
+    expect(body.entry[0].resource.url).toBe(ETA);
+  });
+
   it("is served under --base-path and at /fhir too; an unknown id is a 404 not-found", async () => {
     const based = sandbox({ basePath: "/sandbox" });
     expect((await get(based, "/sandbox/uae-fhir/r4/StructureDefinition/price")).body.url).toBe(PRICE);
