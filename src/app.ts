@@ -8,6 +8,7 @@ import { issue } from "./fhir/outcome.js";
 import { builtInHandlers } from "./handlers/built-in.js";
 import { drugOrderHandlers } from "./handlers/drug-orders.js";
 import type { HandlerTable } from "./handlers/handler.js";
+import { mountCapabilityRoutes } from "./http/capability-routes.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
@@ -218,12 +219,13 @@ export function createApp(
   const record = recordCalls({ events, now: deps.now, monotonic: deps.monotonic });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
   mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch);
+  mountCapabilityRoutes(app, { basePath: options.basePath, catalogue, publishedAt: startedAt });
 
   app.notFound((c) =>
     outcomeResponse(c, 404, [
       issue(
         "not-found",
-        `Nothing is served at ${c.req.method} ${c.req.path}. Messages go to POST ${options.basePath}${STANDARD_PATH} (remove-allergy: POST ${options.basePath}${ALTERNATE_PATH}); the admin API is under /__admin.`,
+        `Nothing is served at ${c.req.method} ${c.req.path}. Messages go to POST ${options.basePath}${STANDARD_PATH} (remove-allergy: POST ${options.basePath}${ALTERNATE_PATH}); what is served: GET ${options.basePath}/uae-fhir/r4/metadata; the admin API is under /__admin.`,
       ),
     ]),
   );

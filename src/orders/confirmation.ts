@@ -1,6 +1,7 @@
 import type { Extension, Task } from "fhir/r4.js";
+import { ETA_EXTENSION, PRICE_EXTENSION } from "../fhir/extension-definitions.js";
 import type { Availability, Confirmation, DeliveryOption } from "./order.js";
-import { DELIVERY_METHOD_SYSTEM, ETA_EXTENSION, PRICE_EXTENSION } from "./order-resources.js";
+import { DELIVERY_METHOD_SYSTEM } from "./order-resources.js";
 
 const AVAILABILITY: readonly Availability[] = ["available", "partial", "unavailable"];
 const METHODS = ["home-delivery", "pickup"] as const;

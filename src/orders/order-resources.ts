@@ -1,4 +1,5 @@
 import type { DeviceRequest, MedicationRequest, Patient, Reference, Resource, Task, TaskInput } from "fhir/r4.js";
+import { ETA_EXTENSION, PRICE_EXTENSION } from "../fhir/extension-definitions.js";
 import type { DeliveryOption, Order, OrderRequest, PharmacyRequest } from "./order.js";
 
 /** Identifier system of pharmacy licences in what the sandbox sends. */
@@ -9,8 +10,6 @@ export const FULFILLMENT_STATUS_SYSTEM = "urn:uae-fhir-sandbox:fulfillment-statu
 /** Task.input / Task.output type codes of fulfillment Tasks. */
 export const FULFILLMENT_PART_SYSTEM = "urn:uae-fhir-sandbox:fulfillment-part";
 export const DELIVERY_METHOD_SYSTEM = "urn:uae-fhir-sandbox:delivery-method";
-export const ETA_EXTENSION = "urn:uae-fhir-sandbox:estimated-time";
-export const PRICE_EXTENSION = "urn:uae-fhir-sandbox:price";
 
 const part = (code: string) => ({ coding: [{ system: FULFILLMENT_PART_SYSTEM, code }] });
 export const status = (code: string) => ({ coding: [{ system: FULFILLMENT_STATUS_SYSTEM, code }] });

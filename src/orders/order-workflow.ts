@@ -19,6 +19,7 @@ import {
   status,
 } from "./order-resources.js";
 import type { PharmacyRegistry } from "./pharmacy-registry.js";
+import type { PushMessageSpec } from "./push-messages.js";
 
 export type AllocationPolicy = "first-confirmed" | "best-at-deadline" | "manual";
 
@@ -256,11 +257,7 @@ export class OrderWorkflow {
     };
   }
 
-  async #push(
-    order: Order,
-    request: PharmacyRequest,
-    event: "order-fulfillment-request" | "order-allocation",
-  ): Promise<PushResult> {
+  async #push(order: Order, request: PharmacyRequest, event: PushMessageSpec["id"]): Promise<PushResult> {
     const pharmacy = this.deps.pharmacies.get(request.licence);
     if (!pharmacy?.endpoint) return { delivered: false, attempts: 0, status: null, error: "no active subscription" };
     const { task, resources } =

@@ -134,7 +134,10 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "view-patient-profile",
     aliases: [],
-    focus: { types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
+    category: "currency",
+    summary:
+      "Reads a patient's clinician summary: answers with the Patient and a Composition whose International Patient Summary sections (allergies, problems, procedures, vital signs) reference the resources that follow.",
+    focus: { single: ["Patient"], types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
   },
   {
     id: "add-allergy",
@@ -142,6 +145,9 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "add-allergy",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Stores new allergies for the patient each one names; answers with them as stored (server id, meta.versionId 1).",
     focus: { types: ["AllergyIntolerance"], required: ["AllergyIntolerance"], checks: { AllergyIntolerance: allergy } },
   },
   {
@@ -150,6 +156,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "update-allergy",
     aliases: [],
+    category: "consequence",
+    summary: "Replaces stored allergies, by id; answers with them as stored (meta.versionId + 1).",
     focus: {
       types: ["AllergyIntolerance"],
       required: ["AllergyIntolerance"],
@@ -162,6 +170,9 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: ALTERNATE_PATH,
     event: "remove-allergy",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Marks stored allergies entered-in-error (verificationStatus entered-in-error, no clinicalStatus); answers with them as now stored.",
     focus: {
       types: ["AllergyIntolerance"],
       required: ["AllergyIntolerance"],
@@ -174,6 +185,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "add-history",
     aliases: [],
+    category: "consequence",
+    summary: "Stores new Conditions or Procedures for the patient each one names; answers with them as stored.",
     focus: {
       types: ["Condition", "Procedure"],
       checks: { Condition: history("Condition"), Procedure: history("Procedure") },
@@ -185,6 +198,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "update-history",
     aliases: [],
+    category: "consequence",
+    summary: "Replaces stored Conditions or Procedures, by id; answers with them as stored.",
     focus: {
       types: ["Condition", "Procedure"],
       checks: {
@@ -199,6 +214,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "remove-history",
     aliases: [],
+    category: "consequence",
+    summary: "Marks stored Conditions or Procedures entered-in-error; answers with them as now stored.",
     focus: {
       types: ["Condition", "Procedure"],
       checks: { Condition: [hasId("Condition")], Procedure: [hasId("Procedure")] },
@@ -210,6 +227,9 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "add-measurement",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Stores new Observations (weight, height, vital signs; LOINC codes, UCUM units) for the patient each one names; answers with them as stored.",
     focus: { types: ["Observation"], required: ["Observation"], checks: { Observation: measurement } },
   },
   {
@@ -218,6 +238,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "update-measurement",
     aliases: [],
+    category: "consequence",
+    summary: "Replaces stored Observations, by id; answers with them as stored.",
     focus: {
       types: ["Observation"],
       required: ["Observation"],
@@ -230,6 +252,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "remove-measurement",
     aliases: [],
+    category: "consequence",
+    summary: "Marks stored Observations entered-in-error; answers with them as now stored.",
     focus: { types: ["Observation"], required: ["Observation"], checks: { Observation: [hasId("Observation")] } },
   },
   {
@@ -238,7 +262,11 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "subscribe-order-notifications",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Registers a pharmacy (its Organization's identifier is the licence) for order-fulfillment-request pushes to the Subscription's rest-hook endpoint; answers with the active Subscription.",
     focus: {
+      single: ["Subscription", "Organization"],
       types: ["Subscription", "Organization"],
       required: ["Subscription"],
       checks: {
@@ -277,7 +305,11 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "confirm-drugs-availability",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Answers a fulfillment request: availability in Task.businessStatus, delivery options in Task.output; answers with the Task in its new state.",
     focus: {
+      single: ["Task"],
       types: ["Task"],
       required: ["Task"],
       checks: {
@@ -305,7 +337,10 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "receive-allocation",
     aliases: [],
-    focus: { types: ["Task"], required: ["Task"], checks: { Task: [hasId("Task")] } },
+    category: "currency",
+    summary:
+      "Fetches an allocated fulfillment Task; answers with the Task, the order's requests and the identified patient.",
+    focus: { single: ["Task"], types: ["Task"], required: ["Task"], checks: { Task: [hasId("Task")] } },
   },
   {
     id: "send-dispense-summary",
@@ -313,7 +348,11 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "send-dispense-summary",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Reports what was handed over (MedicationDispenses, or a device order's completed Task); answers with what was recorded and ends the order.",
     focus: {
+      single: ["Task"],
       types: ["MedicationDispense", "Task"],
       checks: {
         MedicationDispense: [
@@ -346,7 +385,10 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "get-pending-tasks",
     aliases: [],
-    focus: { types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
+    category: "currency",
+    summary:
+      "Lists a patient's pending health-program Tasks (not completed, cancelled, failed, rejected or entered-in-error), most urgent first.",
+    focus: { single: ["Patient"], types: ["Patient"], required: ["Patient"], checks: { Patient: [patientKey] } },
   },
   {
     id: "add-task",
@@ -354,6 +396,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "add-task",
     aliases: [],
+    category: "consequence",
+    summary: "Stores new health-program Tasks (draft, requested or ready); answers with them as stored.",
     focus: { types: ["Task"], required: ["Task"], checks: { Task: task } },
   },
   {
@@ -362,6 +406,9 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "update-task",
     aliases: [],
+    category: "consequence",
+    summary:
+      "Moves stored Tasks along the R4 Task state machine, or changes them keeping their status; answers with them as stored.",
     focus: {
       types: ["Task"],
       required: ["Task"],
@@ -379,6 +426,8 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
     path: STANDARD_PATH,
     event: "cancel-task",
     aliases: [],
+    category: "consequence",
+    summary: "Cancels stored Tasks; answers with them as stored.",
     focus: {
       types: ["Task"],
       required: ["Task"],

@@ -3,6 +3,9 @@ import type { IssueCode } from "../fhir/outcome.js";
 
 export type Area = "patient-profile" | "drug-orders" | "health-programs";
 
+/** MessageDefinition.category of an operation: `consequence` changes the sandbox's state, `currency` only reads it. */
+export type OperationCategory = "consequence" | "currency";
+
 /** One check of a focus resource: a FHIRPath that must hold, the element it is about, and the fix. */
 export interface Requirement {
   fhirpath: string;
@@ -22,11 +25,16 @@ export interface OperationSpec {
   event: string;
   /** Further event codes that route to this operation. */
   aliases: string[];
+  category: OperationCategory;
+  /** What the operation does and answers with, in a sentence or two (its MessageDefinition's description). */
+  summary: string;
   focus: {
     /** Resource types the MessageHeader.focus may point at. */
     types: string[];
     /** Types that must be among the focus; when absent, any one of `types` will do. */
     required?: string[];
+    /** Types of which the handler reads only one; the others may repeat (MessageDefinition.focus.max). */
+    single?: string[];
     /** Per-type checks a focus resource must pass. */
     checks: Record<string, Requirement[]>;
   };

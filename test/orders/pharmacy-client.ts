@@ -31,8 +31,9 @@ export const LICENCE_SYSTEM = "urn:ae:pharmacy-licence";
 export const FULFILLMENT_STATUS = "urn:uae-fhir-sandbox:fulfillment-status";
 export const FULFILLMENT_PART = "urn:uae-fhir-sandbox:fulfillment-part";
 export const DELIVERY_METHOD = "urn:uae-fhir-sandbox:delivery-method";
-export const ETA_EXTENSION = "urn:uae-fhir-sandbox:estimated-time";
-export const PRICE_EXTENSION = "urn:uae-fhir-sandbox:price";
+/** The sandbox's extensions, by their canonical URLs (written out: a test states what the sandbox must send). */
+export const ETA_EXTENSION = "https://uae-fhir-sandbox.example/fhir/StructureDefinition/estimated-time";
+export const PRICE_EXTENSION = "https://uae-fhir-sandbox.example/fhir/StructureDefinition/price";
 
 export const pharmacyOrganization = (licence: string): Organization => ({
   resourceType: "Organization",

@@ -1,0 +1,109 @@
+import type { CapabilityStatement } from "fhir/r4.js";
+import { VERSION } from "../version.js";
+import { PUBLISHER } from "./canonical.js";
+import type { PublishedMessage } from "./message-definitions.js";
+
+/** The standard definition of the operation every message path serves. */
+export const PROCESS_MESSAGE_DEFINITION = "http://hl7.org/fhir/OperationDefinition/MessageHeader-process-message";
+
+/** The one search parameter the conformance resources take: resolving a canonical URL to its resource. */
+const BY_URL = {
+  name: "url",
+  definition: "http://hl7.org/fhir/SearchParameter/conformance-url",
+  type: "uri",
+  documentation: "The canonical URL, exactly (a `|version` suffix is ignored). Other parameters are ignored.",
+} as const;
+
+/** A message path as the request saw it, and the event codes it receives. */
+export interface MessageEndpoint {
+  /** Absolute URL, e.g. `http://localhost:8080/uae-fhir/r4/$process-message`. */
+  address: string;
+  events: readonly string[];
+}
+
+export interface CapabilityInput {
+  /** The FHIR base the statement is served under, as the request saw it (implementation.url). */
+  fhirBase: string;
+  endpoints: readonly MessageEndpoint[];
+  messages: readonly PublishedMessage[];
+  /** When this configuration was published: the sandbox's start. */
+  date: string;
+}
+
+/**
+ * The sandbox's CapabilityStatement (CONTRACT §12): an instance statement
+ * whose messaging lists every message path and every MessageDefinition it
+ * receives or sends, and whose rest part lists the conformance resources it
+ * serves and $process-message.
+ *
+ * @example
+ *   capabilityStatement({ fhirBase: "http://localhost:8080/uae-fhir/r4", endpoints, messages, date })
+ */
+export function capabilityStatement(input: CapabilityInput): CapabilityStatement {
+  return {
+    resourceType: "CapabilityStatement",
+    name: "UaeFhirSandbox",
+    title: "uae-fhir-sandbox",
+    status: "active",
+    date: input.date,
+    publisher: PUBLISHER,
+    description:
+      "A local stand-in for a UAE health-information exchange: FHIR R4 messages POSTed to $process-message in a JSON envelope, answered with response messages, and pushes to subscribed pharmacies.",
+    kind: "instance",
+    software: { name: "uae-fhir-sandbox", version: VERSION },
+    implementation: { description: `uae-fhir-sandbox ${VERSION}`, url: input.fhirBase },
+    fhirVersion: "4.0.1",
+    format: ["json"],
+    rest: [
+      {
+        mode: "server",
+        documentation:
+          "Conformance resources that describe the messages (read, and search by `url` or with no parameter for all of a type), and $process-message on the message paths.",
+        resource: [
+          {
+            type: "MessageDefinition",
+            interaction: [{ code: "read" }, { code: "search-type" }],
+            searchParam: [BY_URL],
+            documentation:
+              "One per operation the sandbox receives (and per alias of its event code), one per push it sends; generated from the operations catalogue.",
+          },
+          {
+            type: "StructureDefinition",
+            interaction: [{ code: "read" }, { code: "search-type" }],
+            searchParam: [BY_URL],
+            documentation: "The extensions the sandbox defines.",
+          },
+        ],
+        operation: [
+          {
+            name: "process-message",
+            definition: PROCESS_MESSAGE_DEFINITION,
+            documentation:
+              'POST `{"content": "<message Bundle as a JSON string>"}` to a messaging endpoint; see `messaging.documentation` for which operation goes where.',
+          },
+        ],
+      },
+    ],
+    messaging: [
+      {
+        endpoint: input.endpoints.map((endpoint) => ({
+          protocol: {
+            system: "http://terminology.hl7.org/CodeSystem/message-transport",
+            code: "http",
+            display: "HTTP",
+          },
+          address: endpoint.address,
+        })),
+        documentation: input.endpoints
+          .map(
+            (endpoint) => `\`POST ${endpoint.address}\` receives ${endpoint.events.map((e) => `\`${e}\``).join(", ")}.`,
+          )
+          .join("\n\n"),
+        supportedMessage: input.messages.map(({ mode, definition }) => ({
+          mode,
+          definition: definition.url as string,
+        })),
+      },
+    ],
+  };
+}
