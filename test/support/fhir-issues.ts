@@ -84,6 +84,21 @@ function describeIssues(outcome: OperationOutcome): string {
 }
 
 /**
+ * Checks a test's own expectation before it meets the sandbox: `expression`
+ * finds a node of `bundle`; with `target`, exactly one, deep-equal to it.
+ * Returns the nodes.
+ */
+export function expectNodeAt(bundle: Bundle, expected: Pick<ExpectedIssue, "expression" | "target">): Located[] {
+  const wanted = locate(bundle, expected.expression);
+  expect(wanted.length, `the test's FHIRPath ${expected.expression} must find the node`).toBeGreaterThan(0);
+  if ("target" in expected) {
+    expect(wanted, `the test's FHIRPath ${expected.expression} must find exactly one node`).toHaveLength(1);
+    expect(wanted[0]?.value, `the node at ${expected.expression}`).toEqual(expected.target);
+  }
+  return wanted;
+}
+
+/**
  * Expects an issue of `outcome` with this code (and severity) whose single
  * `expression` evaluates on `bundle` to the same node(s) as `expected.expression`
  * — the same places in the Bundle, not merely equal values. Also checks the
@@ -96,12 +111,7 @@ export function expectIssueAt(
   bundle: Bundle,
   expected: ExpectedIssue,
 ): OperationOutcomeIssue {
-  const wanted = locate(bundle, expected.expression);
-  expect(wanted.length, `the test's FHIRPath ${expected.expression} must find the node`).toBeGreaterThan(0);
-  if ("target" in expected) {
-    expect(wanted, `the test's FHIRPath ${expected.expression} must find exactly one node`).toHaveLength(1);
-    expect(wanted[0]?.value, `the node at ${expected.expression}`).toEqual(expected.target);
-  }
+  const wanted = expectNodeAt(bundle, expected);
   const where = wanted.map((n) => n.location).join(", ");
 
   const severity = expected.severity ?? "error";
