@@ -1,6 +1,6 @@
 import type { Bundle, Organization, Resource, Subscription, Task } from "fhir/r4.js";
 import type { Hono } from "hono";
-import { createApp, type SandboxApp } from "../../src/app.js";
+import { createApp, type SandboxApp, type SandboxDeps } from "../../src/app.js";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { example, messageBundle } from "./messages.js";
 
@@ -15,9 +15,12 @@ export interface ValidationOptions {
 }
 
 /** A fresh sandbox with these options. */
-export function sandboxWith(options: Partial<SandboxOptions> & ValidationOptions = {}): SandboxApp {
+export function sandboxWith(
+  options: Partial<SandboxOptions> & ValidationOptions = {},
+  deps: Partial<SandboxDeps> = {},
+): SandboxApp {
   const given: Partial<SandboxOptions> = options;
-  return createApp(given);
+  return createApp(given, deps);
 }
 
 /** Where the first resource after the MessageHeader sits in a message Bundle built by messageBundle. */
