@@ -115,7 +115,8 @@ describe("validation modes", () => {
   it("off still applies the message checks of CONTRACT §2/§3 (MessageHeader without source.endpoint; unknown event)", async () => {
     const { app } = sandbox({ validation: "off" });
     const { request } = fiveErrors(emiratesId(1966, 3_000_104));
-    delete (request.entry?.[0]?.resource as { source?: unknown }).source;
+    const header = request.entry?.[0]?.resource as { source?: unknown };
+    delete header.source;
     expectRefused(await post(app, request));
 
     const unknown = messageBundle("no-such-event", [
