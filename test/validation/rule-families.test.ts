@@ -280,7 +280,11 @@ describe("two values for one choice element: structure at the second", () => {
 
 const photo = { contentType: "image/png", url: "https://clinic.example.ae/photos/1.png" };
 
-/** [name, event, base, path from the resource, bad value, IssueType code]: each sets one primitive to a bad value. */
+/**
+ * [name, event, base, path from the resource, bad value, IssueType code, preparation]: each sets one primitive
+ * to a bad value. The name starts with the R4 type, which the diagnostics must name (a JSON-kind error may name
+ * the JSON kind instead).
+ */
 const PRIMITIVES: Array<[string, string, () => Resource, string, unknown, "value" | "structure", Edit?]> = [
   ["date 15/01/1990", "view-patient-profile", patient, ".birthDate", "15/01/1990", "value"],
   ["date 2023-02-30 (no such day)", "view-patient-profile", patient, ".birthDate", "2023-02-30", "value"],
@@ -418,7 +422,14 @@ describe("primitive formats (the R4 regular expressions): value at the node, str
         prepare?.(r);
         setAt(r, path, bad);
       },
-      issues: [{ code, expression: path, target: bad }],
+      issues: [
+        {
+          code,
+          expression: path,
+          target: bad,
+          says: [new RegExp(`${name.split(" ")[0]}${code === "structure" ? "|number|boolean" : ""}`)],
+        },
+      ],
     })),
   );
 });
