@@ -143,12 +143,12 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const read = readMessage(envelope.bundle);
     const headerId = read.message?.header.id;
     const messageId = typeof headerId === "string" ? headerId : null;
-    if (!read.message) return notProcessed(400, mergeIssues(read.issues, checked.errors), { messageId });
+    if (!read.message) return notProcessed(400, mergeIssues({ envelope: read.issues }, checked.errors), { messageId });
 
     const message = read.message;
     const routed = routeMessage(message, deps.catalogue, inbound.path, options.basePath);
     const operation = routed.operation?.id ?? null;
-    const issues = mergeIssues([...read.issues, ...routed.issues], checked.errors);
+    const issues = mergeIssues({ envelope: read.issues, operation: routed.issues }, checked.errors);
     if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
     const correlation: Correlation = {
       request: message.header,

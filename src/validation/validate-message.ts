@@ -47,13 +47,28 @@ export function validateMessage(bundle: Record<string, unknown>, policy: Validat
 const key = (i: Issue) => `${i.code}\u0000${i.expression?.[0] ?? ""}`;
 
 /**
- * The message checks' issues first, then the validator's that say
- * something new. A validator issue about a node a message check already
- * explains repeats it in other words, and bdl-12 ("a message must have a
- * MessageHeader as the first resource") is the message checks' own rule.
+ * The message's own issues first, then the validator's that say something
+ * new. `envelope` issues (CONTRACT §2: the Bundle, its MessageHeader and
+ * focus) explain their nodes in their own words, so a validator issue about
+ * the same node repeats them; bdl-12 ("a message must have a MessageHeader
+ * as the first resource") is theirs too. An `operation` issue (the
+ * operation's own checks of its focus) hides only a validator issue of the
+ * same type at the same node: "not an R4 Task status" and "a new Task must
+ * start as draft" are two different things to fix.
  */
-export function mergeIssues(checks: readonly Issue[], validation: readonly Issue[]): Issue[] {
-  if (validation.length === 0) return [...checks];
-  const said = new Set(checks.map((i) => i.expression?.[0]));
-  return [...checks, ...validation.filter((i) => !said.has(i.expression?.[0]) && !i.diagnostics.startsWith("bdl-12:"))];
+export function mergeIssues(
+  checks: { envelope: readonly Issue[]; operation?: readonly Issue[] },
+  validation: readonly Issue[],
+): Issue[] {
+  const operation = checks.operation ?? [];
+  const own = [...checks.envelope, ...operation];
+  if (validation.length === 0) return own;
+  const explained = new Set(checks.envelope.map((i) => i.expression?.[0]));
+  const same = new Set(operation.map(key));
+  return [
+    ...own,
+    ...validation.filter(
+      (i) => !explained.has(i.expression?.[0]) && !same.has(key(i)) && !i.diagnostics.startsWith("bdl-12:"),
+    ),
+  ];
 }
