@@ -30,18 +30,20 @@ export const SANDBOX_SOFTWARE = { name: "uae-fhir-sandbox", software: "uae-fhir-
 
 /**
  * The `ok` response message: MessageHeader correlated with the request, its
- * focus on `focus` (default: every resource), then the resources as entries.
+ * focus on `focus` (default: every resource), then the resources as entries,
+ * then `included` (entries of the request they refer to, fullUrls kept).
  *
  * @example
- *   okMessage(correlation, [storedAllergy], deps)
+ *   okMessage(correlation, [storedAllergy, patient], deps, [storedAllergy])
  */
 export function okMessage(
   correlation: Correlation,
   resources: readonly Resource[],
   deps: MessageDeps,
   focus: readonly Resource[] = resources,
+  included: readonly BundleEntry[] = [],
 ): Bundle {
-  return message(correlation, "ok", resources, focus, undefined, deps);
+  return message(correlation, "ok", resources, focus, undefined, deps, included);
 }
 
 /**
@@ -66,6 +68,7 @@ function message(
   focus: readonly Resource[],
   details: OperationOutcome | undefined,
   deps: MessageDeps,
+  included: readonly BundleEntry[] = [],
 ): Bundle {
   const { request, endpoint, fhirBase } = correlation;
   const destination = request.source?.endpoint;
@@ -81,6 +84,7 @@ function message(
     fhirBase,
     deps,
     details,
+    included,
   );
 }
 
@@ -127,12 +131,16 @@ function assemble(
   fhirBase: string,
   deps: MessageDeps,
   details?: OperationOutcome,
+  included: readonly BundleEntry[] = [],
 ): Bundle {
   // A resource without an id (an echoed read, say) still needs a fullUrl for focus to point at.
   const entries: BundleEntry[] = resources.map((resource) => ({
     fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`,
     resource,
   }));
+  for (const { fullUrl, resource } of included) {
+    if (resource) entries.push({ fullUrl: fullUrl ?? fullUrlFor(resource, fhirBase), resource });
+  }
   const urlOf = new Map(entries.map((e) => [e.resource, e.fullUrl as string]));
   const messageHeader: MessageHeader = { resourceType: "MessageHeader", id: deps.newId(), ...header } as MessageHeader;
   if (details && messageHeader.response) messageHeader.response.details = { reference: urlOf.get(details) as string };

@@ -47,7 +47,7 @@ export function mountMessageRoutes(
       if (!read.ok) {
         return outcomeResponse(c, 413, [
           issue(
-            "too-costly",
+            "too-long",
             `The body is larger than ${read.limit} bytes, the sandbox's limit (--max-body). Send a smaller message or raise the limit.`,
           ),
         ]);

@@ -1,6 +1,7 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
+import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
@@ -189,7 +190,11 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const built =
       result.kind === "ok"
-        ? answer(200, okMessage(correlation, result.resources, deps, result.focus), { operation, messageId })
+        ? answer(
+            200,
+            okMessage(correlation, result.resources, deps, result.focus, clientTargets(result.resources, message)),
+            { operation, messageId },
+          )
         : answer(
             options.businessErrors === "http" ? 422 : 200,
             errorMessage(correlation, "fatal-error", result.issues, deps),

@@ -384,14 +384,14 @@ const cases: BadInput[] = [
     name: "a 5 MiB body (default limit 1 MiB)",
     body: JSON.stringify({ content: "x".repeat(5 * 1024 * 1024) }),
     status: 413,
-    issues: [{ code: "too-costly", says: [/larger than 1048576 bytes/, /--max-body/] }],
+    issues: [{ code: "too-long", says: [/larger than 1048576 bytes/, /--max-body/] }],
   },
   {
     name: "a body over --max-body 1000",
     options: { maxBody: 1000 },
     body: allergyMessage(),
     status: 413,
-    issues: [{ code: "too-costly", says: [/larger than 1000 bytes/, /--max-body/] }],
+    issues: [{ code: "too-long", says: [/larger than 1000 bytes/, /--max-body/] }],
   },
   ...["text/plain", "application/xml", "application/fhir+xml", "application/x-www-form-urlencoded"].map(
     (contentType): BadInput => ({
