@@ -60,6 +60,7 @@ export function mountMessageRoutes(
         body: read.text,
         endpoint: `${origin}${options.basePath}${path}`,
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
+        call: c.get("call"),
       });
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);
