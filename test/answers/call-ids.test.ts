@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Patient } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { nextIdAfter } from "../../src/journal/journal-file.js";
@@ -17,7 +18,10 @@ describe("call ids are handed out when a call starts", () => {
     const slow = post(
       app,
       messageBundle("view-patient-profile", [
-        { resourceType: "Patient", identifier: [{ system: "urn:ae:emirates-id", value: "784-1980-1212121-2" }] },
+        {
+          resourceType: "Patient",
+          identifier: [{ system: "urn:ae:emirates-id", value: "784-1980-1212121-2" }],
+        } as Patient,
       ]),
     );
     const fast = post(app, "not json");
