@@ -4,7 +4,7 @@ import type { Message } from "../envelope/message.js";
 const ABSOLUTE = /^(https?:|urn:)/;
 
 /** Every `reference` string inside a resource (Reference.reference at any depth). */
-export function referencesIn(node: unknown, out: string[] = []): string[] {
+function referencesIn(node: unknown, out: string[] = []): string[] {
   if (Array.isArray(node)) {
     for (const item of node) referencesIn(item, out);
   } else if (node !== null && typeof node === "object") {
