@@ -216,7 +216,12 @@ export function createApp(
       reset,
     }),
   );
-  const record = recordCalls({ events, now: deps.now, monotonic: deps.monotonic });
+  const record = recordCalls({
+    events,
+    now: deps.now,
+    monotonic: deps.monotonic,
+    reserveId: () => journal.reserveId(),
+  });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
   mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch);
   mountCapabilityRoutes(app, { basePath: options.basePath, catalogue, publishedAt: startedAt });

@@ -45,7 +45,7 @@ export interface AdminDeps {
 function problem(
   status: 400 | 404 | 413,
   diagnostics: string,
-  code: "invalid" | "not-found" | "too-costly" = "invalid",
+  code: "invalid" | "not-found" | "too-long" = "invalid",
 ): Response {
   return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
     status,
@@ -75,7 +75,7 @@ async function jsonBody(
   if (!read.ok)
     return {
       ok: false,
-      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-costly"),
+      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long"),
     };
   const parsed = parseJson(read.text === "" ? "{}" : read.text);
   if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
@@ -219,7 +219,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.post("/scenarios", async (c) => {
     const read = await readBody(c.req.raw, deps.maxBody);
-    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-costly");
+    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long");
     const added = deps.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(

@@ -26,7 +26,7 @@ export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; m
     if (!read.ok)
       return {
         ok: false as const,
-        response: outcome(413, [issue("too-costly", `The body is larger than ${read.limit} bytes.`)]),
+        response: outcome(413, [issue("too-long", `The body is larger than ${read.limit} bytes.`)]),
       };
     const parsed = parseJson(read.text.trim() === "" ? "{}" : read.text);
     if (!parsed.ok)

@@ -8,6 +8,11 @@ export interface VitalSign {
   unitText: string;
   /** Panel members (blood pressure): their own codes and units. */
   components?: readonly VitalSign[];
+  /**
+   * The LOINC code the R4 vital-signs profile requires for this kind, when it is
+   * another one: generated observations carry both codings.
+   */
+  profileCode?: string;
 }
 
 export const LOINC = "http://loinc.org";
@@ -39,7 +44,8 @@ export const VITAL_SIGNS: readonly VitalSign[] = [
   { ...sign("85354-9", "Blood pressure panel with all children optional", [], ""), components: [SYSTOLIC, DIASTOLIC] },
   sign("8867-4", "Heart rate", ["/min"], "beats/minute"),
   sign("8310-5", "Body temperature", ["Cel", "[degF]"], "C"),
-  sign("59408-5", "Oxygen saturation in Arterial blood by Pulse oximetry", ["%"], "%"),
+  // The vital-signs profile's oxygen saturation slice wants 2708-6 next to pulse oximetry's code.
+  { ...sign("59408-5", "Oxygen saturation in Arterial blood by Pulse oximetry", ["%"], "%"), profileCode: "2708-6" },
   sign("2708-6", "Oxygen saturation in Arterial blood", ["%"], "%"),
   sign("9279-1", "Respiratory rate", ["/min"], "breaths/minute"),
 ];
@@ -48,6 +54,12 @@ const byCode = new Map<string, VitalSign>(
   [...VITAL_SIGNS, SYSTOLIC, DIASTOLIC].map((v) => [v.loinc, v] as [string, VitalSign]),
 );
 
+/**
+ * The vital sign a LOINC code names, if the sandbox knows it.
+ *
+ * @example
+ *   vitalSign("8867-4")?.units // ["/min"]
+ */
 export function vitalSign(loinc: string): VitalSign | undefined {
   return byCode.get(loinc);
 }

@@ -30,23 +30,25 @@ export const SANDBOX_SOFTWARE = { name: "uae-fhir-sandbox", software: "uae-fhir-
 
 /**
  * The `ok` response message: MessageHeader correlated with the request, its
- * focus on `focus` (default: every resource), then the resources as entries.
+ * focus on `focus` (default: every resource), then the resources as entries,
+ * then `included` (entries of the request they refer to, fullUrls kept).
  * Warnings about the request (CONTRACT §5) go into an OperationOutcome entry
  * that `response.details` points at; they never make the answer an error.
  *
  * @example
- *   okMessage(correlation, [storedAllergy], deps)
+ *   okMessage(correlation, [storedAllergy, patient], deps, [storedAllergy])
  */
 export function okMessage(
   correlation: Correlation,
   resources: readonly Resource[],
   deps: MessageDeps,
   focus: readonly Resource[] = resources,
+  included: readonly BundleEntry[] = [],
   warnings: readonly Issue[] = [],
 ): Bundle {
-  if (warnings.length === 0) return message(correlation, "ok", resources, focus, undefined, deps);
+  if (warnings.length === 0) return message(correlation, "ok", resources, focus, undefined, deps, included);
   const outcome = operationOutcome(warnings, deps.newId());
-  return message(correlation, "ok", [...resources, outcome], focus, outcome, deps);
+  return message(correlation, "ok", [...resources, outcome], focus, outcome, deps, included);
 }
 
 /**
@@ -71,6 +73,7 @@ function message(
   focus: readonly Resource[],
   details: OperationOutcome | undefined,
   deps: MessageDeps,
+  included: readonly BundleEntry[] = [],
 ): Bundle {
   const { request, endpoint, fhirBase } = correlation;
   const destination = request.source?.endpoint;
@@ -86,6 +89,7 @@ function message(
     fhirBase,
     deps,
     details,
+    included,
   );
 }
 
@@ -132,12 +136,16 @@ function assemble(
   fhirBase: string,
   deps: MessageDeps,
   details?: OperationOutcome,
+  included: readonly BundleEntry[] = [],
 ): Bundle {
   // A resource without an id (an echoed read, say) still needs a fullUrl for focus to point at.
   const entries: BundleEntry[] = resources.map((resource) => ({
     fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`,
     resource,
   }));
+  for (const { fullUrl, resource } of included) {
+    if (resource) entries.push({ fullUrl: fullUrl ?? fullUrlFor(resource, fhirBase), resource });
+  }
   const urlOf = new Map(entries.map((e) => [e.resource, e.fullUrl as string]));
   const messageHeader: MessageHeader = { resourceType: "MessageHeader", id: deps.newId(), ...header } as MessageHeader;
   if (details && messageHeader.response) messageHeader.response.details = { reference: urlOf.get(details) as string };

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { base, en, Faker } from "@faker-js/faker";
 import type {
   AllergyIntolerance,
+  Coding,
   Condition,
   HumanName,
   Identifier,
@@ -222,6 +223,12 @@ export function generateProfile(
  * Vital-sign series that fit one adult: a height, a weight drifting around a
  * plausible BMI, BMI computed from both, and the other signs in normal ranges.
  */
+/** The LOINC codings of a generated vital sign: its own code, and the vital-signs profile's one when that differs. */
+function codingsOf(loinc: string): Coding[] {
+  const codes = [loinc, vitalSign(loinc)?.profileCode].filter((c): c is string => c !== undefined);
+  return codes.map((code) => ({ system: LOINC, code, display: vitalSign(code)?.display ?? code }));
+}
+
 function vitalSeries(
   faker: Faker,
   gender: "male" | "female",
@@ -250,7 +257,7 @@ function vitalSeries(
       meta: meta(at),
       status: "final",
       category: [VITAL_SIGNS_CATEGORY],
-      code: { coding: [{ system: LOINC, code: loinc, display: sign?.display ?? loinc }], text: sign?.display ?? loinc },
+      code: { coding: codingsOf(loinc), text: sign?.display ?? loinc },
       subject,
       effectiveDateTime: at.toISOString(),
       ...value,

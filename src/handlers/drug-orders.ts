@@ -147,7 +147,7 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
     const who = activePharmacy(deps, message, task);
     if (!who.ok) return who.result;
     const result = deps.workflow.confirm(who.licence, task, entry?.path as string);
-    return result.ok ? ok([result.value as Resource]) : refuse(...result.issues);
+    return result.ok ? ok(result.value.resources, [result.value.task as Resource]) : refuse(...result.issues);
   };
 
   const receiveAllocation: Handler = ({ focus, message }) => {
@@ -167,7 +167,7 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
       who.licence,
       focus.map((e) => ({ resource: e.resource as Resource, path: e.path })),
     );
-    return result.ok ? ok(result.value) : refuse(...result.issues);
+    return result.ok ? ok(result.value.resources, result.value.focus) : refuse(...result.issues);
   };
 
   return {

@@ -38,6 +38,22 @@ export type HandlerTable = Readonly<Record<string, Handler>>;
 export const ok = (resources: Resource[], focus?: Resource[]): HandlerResult =>
   focus ? { kind: "ok", resources, focus } : { kind: "ok", resources };
 
+/**
+ * An ok answer about patients' records: the records (the focus) followed by
+ * the Patients they belong to, so that their `Patient/{id}` references
+ * resolve inside the response Bundle.
+ *
+ * @example
+ *   return withPatients([storedAllergy], [patientId], store);
+ */
+export function withPatients(records: Resource[], patientIds: readonly string[], store: SandboxStore): HandlerResult {
+  const patients = [...new Set(patientIds)].flatMap((id) => {
+    const patient = store.patient(id);
+    return patient ? [patient] : [];
+  });
+  return { kind: "ok", resources: [...records, ...patients], focus: records };
+}
+
 export const refuse = (...issues: Issue[]): HandlerResult => ({ kind: "refused", issues });
 
 export const invalid = (...issues: Issue[]): HandlerResult => ({ kind: "invalid", issues });

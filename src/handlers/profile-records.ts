@@ -4,7 +4,7 @@ import { isEnteredInError, markEnteredInError } from "../fhir/entered-in-error.j
 import { type Issue, issue } from "../fhir/outcome.js";
 import { identityOfReference, type PatientIdentity } from "../store/patient-identity.js";
 import type { RecordType } from "../store/sandbox-store.js";
-import { type Handler, type HandlerTable, invalid, ok, refuse } from "./handler.js";
+import { type Handler, type HandlerTable, invalid, refuse, withPatients } from "./handler.js";
 
 /** The three kinds of patient-profile record and where each names its patient. */
 const KINDS = [
@@ -51,12 +51,14 @@ const add =
     // Required elements and units are catalogue checks, reported with every other problem before this runs.
     const who = identities(focus, field, message);
     if (!who.ok) return invalid(...who.issues);
+    const owners: string[] = [];
     const stored = focus.map((entry, i) => {
       const patient = store.ensurePatient(who.identities[i] as PatientIdentity);
+      owners.push(patient.id as string);
       const { id: _clientId, ...resource } = entry.resource as ProfileRecord;
       return store.create({ ...resource, [field]: patientReference(patient) } as Resource, patient.id as string);
     });
-    return ok(stored);
+    return withPatients(stored, owners, store);
   };
 
 /**
@@ -108,17 +110,19 @@ function existing(focus: EntryRef[], field: PatientField, message: Message, cont
   return { issues, held };
 }
 
+const ownersOf = (held: ReadonlyArray<{ patientId: string } | undefined>) =>
+  held.flatMap((h) => (h ? [h.patientId] : []));
+
 const update =
   (field: PatientField): Handler =>
   ({ focus, message }, context) => {
     const { issues, held } = existing(focus, field, message, context);
     if (issues.length > 0) return refuse(...issues);
-    return ok(
-      focus.map((entry, i) => {
-        const before = held[i]?.resource as ProfileRecord;
-        return context.store.update({ ...entry.resource, [field]: before[field] } as Resource);
-      }),
-    );
+    const updated = focus.map((entry, i) => {
+      const before = held[i]?.resource as ProfileRecord;
+      return context.store.update({ ...entry.resource, [field]: before[field] } as Resource);
+    });
+    return withPatients(updated, ownersOf(held), context.store);
   };
 
 const remove =
@@ -126,7 +130,8 @@ const remove =
   ({ focus, message }, context) => {
     const { issues, held } = existing(focus, field, message, context);
     if (issues.length > 0) return refuse(...issues);
-    return ok(held.map((h) => context.store.update(markEnteredInError(h?.resource as Resource))));
+    const removed = held.map((h) => context.store.update(markEnteredInError(h?.resource as Resource)));
+    return withPatients(removed, ownersOf(held), context.store);
   };
 
 /** add/update/remove for allergies, history and measurements. */

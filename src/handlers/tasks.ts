@@ -2,7 +2,7 @@ import type { Patient, Task } from "fhir/r4.js";
 import { CLOSED_TASK_STATUSES, checkTransition, isTaskStatus } from "../domain/task-transitions.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { identityOfPatient, identityOfReference } from "../store/patient-identity.js";
-import { type Handler, type HandlerTable, invalid, ok, refuse } from "./handler.js";
+import { type Handler, type HandlerTable, invalid, refuse, withPatients } from "./handler.js";
 import { patientReference } from "./profile-records.js";
 
 const PRIORITY_ORDER = ["stat", "asap", "urgent", "routine"] as const;
@@ -26,23 +26,26 @@ const addTask: Handler = ({ focus, message }, { store, now }) => {
   });
   if (problems.length > 0) return invalid(...problems);
   const at = now().toISOString();
-  return ok(
-    focus.map((e, i) => {
-      const patient = store.ensurePatient(identities[i] as NonNullable<(typeof identities)[number]>);
-      const { id: _clientId, ...task } = e.resource as unknown as Task;
-      return store.create<Task>(
-        { ...task, for: patientReference(patient), authoredOn: task.authoredOn ?? at, lastModified: at },
-        patient.id as string,
-      );
-    }),
-  );
+  const owners: string[] = [];
+  const created = focus.map((e, i) => {
+    const patient = store.ensurePatient(identities[i] as NonNullable<(typeof identities)[number]>);
+    owners.push(patient.id as string);
+    const { id: _clientId, ...task } = e.resource as unknown as Task;
+    return store.create<Task>(
+      { ...task, for: patientReference(patient), authoredOn: task.authoredOn ?? at, lastModified: at },
+      patient.id as string,
+    );
+  });
+  return withPatients(created, owners, store);
 };
 
 /** Looks up the stored tasks a message's focus names; not-found issues for the others. */
 function storedTasks(focus: Parameters<Handler>[0]["focus"], store: Parameters<Handler>[1]["store"]) {
   const issues: Issue[] = [];
+  const owners: string[] = [];
   const tasks = focus.map((e) => {
     const found = store.get<Task>("Task", e.resource.id as string);
+    if (found) owners.push(found.patientId);
     if (!found) {
       issues.push(
         issue(
@@ -54,7 +57,7 @@ function storedTasks(focus: Parameters<Handler>[0]["focus"], store: Parameters<H
     }
     return found?.resource;
   });
-  return { issues, tasks };
+  return { issues, tasks, owners };
 }
 
 function transitionIssue(from: Task["status"], to: Task["status"], id: string | undefined, path: string): Issue[] {
@@ -68,41 +71,39 @@ function transitionIssue(from: Task["status"], to: Task["status"], id: string | 
 
 /** update-task: fields sent replace the stored ones; status moves only along the state machine. */
 const updateTask: Handler = ({ focus }, { store, now }) => {
-  const { issues, tasks } = storedTasks(focus, store);
+  const { issues, tasks, owners } = storedTasks(focus, store);
   focus.forEach((e, i) => {
     const before = tasks[i];
     if (before)
       issues.push(...transitionIssue(before.status, (e.resource as unknown as Task).status, before.id, e.path));
   });
   if (issues.length > 0) return refuse(...issues);
-  return ok(
-    focus.map((e, i) => {
-      const before = tasks[i] as Task;
-      const { meta: _m, ...sent } = e.resource as unknown as Task;
-      // The task stays with its patient, whatever `for` the update carries.
-      return store.update<Task>({ ...before, ...sent, for: before.for, lastModified: now().toISOString() });
-    }),
-  );
+  const updated = focus.map((e, i) => {
+    const before = tasks[i] as Task;
+    const { meta: _m, ...sent } = e.resource as unknown as Task;
+    // The task stays with its patient, whatever `for` the update carries.
+    return store.update<Task>({ ...before, ...sent, for: before.for, lastModified: now().toISOString() });
+  });
+  return withPatients(updated, owners, store);
 };
 
 /** cancel-task: to cancelled with the reason given; a closed task cannot be cancelled. */
 const cancelTask: Handler = ({ focus }, { store, now }) => {
-  const { issues, tasks } = storedTasks(focus, store);
+  const { issues, tasks, owners } = storedTasks(focus, store);
   focus.forEach((e, i) => {
     const before = tasks[i];
     if (before) issues.push(...transitionIssue(before.status, "cancelled", before.id, e.path));
   });
   if (issues.length > 0) return refuse(...issues);
-  return ok(
-    focus.map((e, i) => {
-      const sent = e.resource as unknown as Task;
-      const before = tasks[i] as Task;
-      const cancelled: Task = { ...before, status: "cancelled", lastModified: now().toISOString() };
-      if (sent.statusReason) cancelled.statusReason = sent.statusReason;
-      if (sent.note) cancelled.note = [...(before.note ?? []), ...sent.note];
-      return store.update(cancelled);
-    }),
-  );
+  const cancelled = focus.map((e, i) => {
+    const sent = e.resource as unknown as Task;
+    const before = tasks[i] as Task;
+    const task: Task = { ...before, status: "cancelled", lastModified: now().toISOString() };
+    if (sent.statusReason) task.statusReason = sent.statusReason;
+    if (sent.note) task.note = [...(before.note ?? []), ...sent.note];
+    return store.update(task);
+  });
+  return withPatients(cancelled, owners, store);
 };
 
 /** Most urgent first (stat, asap, urgent, routine), then oldest. */
@@ -117,7 +118,8 @@ const pendingTasks: Handler = ({ focus }, { store }) => {
     .records<Task>(patient.id as string, ["Task"])
     .filter((t) => !(CLOSED_TASK_STATUSES as readonly string[]).includes(t.status))
     .sort(pendingOrder);
-  return ok(pending);
+  // The Patient follows even when nothing is pending: the answer says whose list it is.
+  return withPatients(pending, [patient.id as string], store);
 };
 
 export const taskHandlers: HandlerTable = {

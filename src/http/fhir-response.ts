@@ -5,6 +5,8 @@ export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 
 /** Per-request values the edge shares with the call recorder. */
 export interface EdgeVariables {
+  /** The journal call this request becomes: id reserved at its start, and the start. */
+  call: { id: string; at: Date };
   bodyText: string;
   responseText: string;
   operation: string | null;

@@ -47,7 +47,7 @@ export function mountMessageRoutes(
       if (!read.ok) {
         return outcomeResponse(c, 413, [
           issue(
-            "too-costly",
+            "too-long",
             `The body is larger than ${read.limit} bytes, the sandbox's limit (--max-body). Send a smaller message or raise the limit.`,
           ),
         ]);
@@ -60,6 +60,7 @@ export function mountMessageRoutes(
         body: read.text,
         endpoint: `${origin}${options.basePath}${path}`,
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
+        call: c.get("call"),
       });
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);

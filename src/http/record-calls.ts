@@ -8,6 +8,8 @@ export interface RecorderDeps {
   now(): Date;
   /** Monotonic milliseconds, for durations. */
   monotonic(): number;
+  /** The journal id of a call starting now (Journal.reserveId). */
+  reserveId(): string;
 }
 
 /**
@@ -18,6 +20,8 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
     const at = deps.now();
     const started = deps.monotonic();
+    const id = deps.reserveId();
+    c.set("call", { id, at });
     c.set("bodyText", "");
     c.set("responseText", "");
     c.set("operation", null);
@@ -38,6 +42,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
       // A reset or a timeout sends nothing: there is no response to record, only the fault.
       const unanswered = fault === "connection-reset" || fault === "timeout";
       deps.events.emit("call:completed", {
+        id,
         direction: "inbound",
         at,
         durationMs: Math.round((deps.monotonic() - started) * 1000) / 1000,

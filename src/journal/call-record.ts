@@ -1,5 +1,7 @@
 /** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
 export interface CallDraft {
+  /** An id reserved when the call started (Journal.reserveId); else the journal numbers it when recording. */
+  id?: string;
   direction: "inbound" | "outbound";
   /** When the call started. */
   at: Date;
@@ -28,7 +30,7 @@ export interface CallDraft {
   attempt?: number;
 }
 
-export interface CallRecord extends CallDraft {
+export interface CallRecord extends Omit<CallDraft, "id"> {
   id: string;
   /** Body bytes held for this call, for the journal's memory budget. */
   size: number;

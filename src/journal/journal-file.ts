@@ -14,16 +14,18 @@ export function nextIdAfter(path: string): number {
     const length = Math.min(size, TAIL_BYTES);
     const buffer = Buffer.alloc(length);
     readSync(fd, buffer, 0, length, size - length);
-    const lines = buffer.toString("utf8").split("\n").reverse();
-    for (const line of lines) {
+    // Inbound calls take their id when they start and are written when they end, so the
+    // last line need not hold the highest id: continue after the highest in the tail.
+    let highest = 0;
+    for (const line of buffer.toString("utf8").split("\n")) {
       try {
         const id = Number((JSON.parse(line) as { id?: string }).id);
-        if (Number.isInteger(id)) return id + 1;
+        if (Number.isInteger(id) && id > highest) highest = id;
       } catch {
-        // A cut-off first line of the tail, or a line from a crash: look further back.
+        // A cut-off first line of the tail, or a line from a crash: skip it.
       }
     }
-    return 1;
+    return highest + 1;
   } finally {
     closeSync(fd);
   }

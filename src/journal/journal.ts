@@ -44,7 +44,7 @@ export class Journal {
   #record(draft: CallDraft): void {
     // Kept as JS strings on purpose: the GC compacts them, where many mid-sized off-heap buffers fragment the process's memory.
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
-    const record: CallRecord = { ...draft, id: String(this.#nextId++), size };
+    const record: CallRecord = { ...draft, id: draft.id ?? String(this.#nextId++), size };
     this.#calls.push(record);
     this.#bytes += size;
     while (this.#live() > this.limits.maxCalls || (this.#bytes > this.limits.maxBytes && this.#live() > 1)) {
@@ -59,6 +59,18 @@ export class Journal {
       this.#start = 0;
     }
     this.events.emit("call:recorded", record);
+  }
+
+  /**
+   * The next call id, handed out now for a call recorded when it completes:
+   * an inbound message learns its id up front (a later reuse of its
+   * MessageHeader id names it).
+   *
+   * @example
+   *   const id = journal.reserveId(); // "7"; emit call:completed with { id, ... } later
+   */
+  reserveId(): string {
+    return String(this.#nextId++);
   }
 
   #live(): number {

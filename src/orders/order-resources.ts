@@ -45,9 +45,36 @@ export function fulfillmentTask(order: Order, licence: string, pharmacyName: str
   };
 }
 
-/** The order's requests as a pharmacy sees them: about the anonymous patient, or after allocation the patient. */
+/**
+ * The order's requests as a pharmacy sees them: about the anonymous patient
+ * (version 1, as created), or after allocation about the patient — other
+ * content, so version 2 as of the allocation (a strict client keys resources
+ * by id and version).
+ *
+ * @example
+ *   requestsFor(order, order.anonymousPatient)[0]?.meta?.versionId // "1"
+ */
 export function requestsFor(order: Order, patient: Patient): OrderRequest[] {
-  return order.requests.map((r) => ({ ...r, subject: refTo(patient) }) as MedicationRequest | DeviceRequest);
+  const identified = patient.id === order.patient.id && patient.id !== order.anonymousPatient.id;
+  const meta = identified
+    ? { versionId: "2", lastUpdated: (order.allocatedAt ?? order.createdAt).toISOString() }
+    : { versionId: "1", lastUpdated: order.createdAt.toISOString() };
+  return order.requests.map((r) => ({ ...r, meta, subject: refTo(patient) }) as MedicationRequest | DeviceRequest);
+}
+
+/**
+ * What a message about one pharmacy's fulfillment Task carries so that every
+ * reference in it resolves inside the Bundle: the Task, the order's requests
+ * (Task.focus, Task.input) and the patient Task.for names — the anonymous one
+ * until the order is allocated to this pharmacy, then the patient.
+ *
+ * @example
+ *   taskResources(order, request) // [Task, MedicationRequest…, Patient]
+ */
+export function taskResources(order: Order, request: PharmacyRequest): Resource[] {
+  const patient =
+    request.task.for?.reference === refTo(order.patient).reference ? order.patient : order.anonymousPatient;
+  return [request.task, ...requestsFor(order, patient), { ...patient }];
 }
 
 /** The delivery option as a Task.input / output element, with ETA and price as extensions. */
@@ -70,9 +97,5 @@ export function deliveryOptionPart(option: DeliveryOption, use: "delivery-option
 
 /** What the allocated pharmacy receives (push and receive-allocation): the Task, the identified patient and the requests. */
 export function allocationResources(order: Order, request: PharmacyRequest): { task: Task; resources: Resource[] } {
-  const patient = order.patient;
-  return {
-    task: request.task,
-    resources: [request.task, ...requestsFor(order, patient), { ...patient }],
-  };
+  return { task: request.task, resources: taskResources(order, request) };
 }

@@ -15,8 +15,8 @@ import {
   deliveryOptionPart,
   fulfillmentTask,
   ORDER_SYSTEM,
-  requestsFor,
   status,
+  taskResources,
 } from "./order-resources.js";
 import type { PharmacyRegistry } from "./pharmacy-registry.js";
 import type { PushMessageSpec } from "./push-messages.js";
@@ -154,6 +154,7 @@ export class OrderWorkflow {
       requests: requests.value,
       pharmacies: [],
       allocatedTo: null,
+      allocatedAt: null,
       dispensed: [],
       history: [],
     };
@@ -260,13 +261,7 @@ export class OrderWorkflow {
   async #push(order: Order, request: PharmacyRequest, event: PushMessageSpec["id"]): Promise<PushResult> {
     const pharmacy = this.deps.pharmacies.get(request.licence);
     if (!pharmacy?.endpoint) return { delivered: false, attempts: 0, status: null, error: "no active subscription" };
-    const { task, resources } =
-      event === "order-allocation"
-        ? allocationResources(order, request)
-        : {
-            task: request.task,
-            resources: [request.task, ...requestsFor(order, order.anonymousPatient), order.anonymousPatient],
-          };
+    const { task, resources } = allocationResources(order, request);
     const publicUrl = this.deps.publicUrl();
     const bundle = outboundMessage(
       {
@@ -332,7 +327,7 @@ export class OrderWorkflow {
   }
 
   /** confirm-drugs-availability: records availability and delivery options; may allocate at once. */
-  confirm(licence: string, sent: Task, path: string): WorkflowResult<Task> {
+  confirm(licence: string, sent: Task, path: string): WorkflowResult<{ task: Task; resources: Resource[] }> {
     const found = this.#find(sent.id, licence, path);
     if (!found.ok) return found;
     const { order, request } = found.value;
@@ -379,7 +374,7 @@ export class OrderWorkflow {
     this.#changed(order, `${licence}: confirmed ${confirmation.availability}`);
     if (this.deps.allocation === "first-confirmed" && confirmation.availability === "available")
       this.#allocate(order, request);
-    return { ok: true, value: request.task };
+    return { ok: true, value: allocationResources(order, request) };
   }
 
   /** Allocates an open order to a pharmacy that confirmed (manual policy: POST /__admin/orders/{id}/allocate). */
@@ -407,6 +402,7 @@ export class OrderWorkflow {
     this.#timers.delete(order.id);
     order.state = "allocated";
     order.allocatedTo = chosen.licence;
+    order.allocatedAt = this.deps.now();
     chosen.state = "allocated";
     const option = bestOption(chosen.confirmation?.options ?? []);
     this.#touch(chosen, {
@@ -481,12 +477,18 @@ export class OrderWorkflow {
         ),
       );
     }
-    if (order.allocatedTo !== licence) return { ok: true, value: { task: request.task, resources: [request.task] } };
     return { ok: true, value: allocationResources(order, request) };
   }
 
-  /** send-dispense-summary: what the allocated pharmacy handed over; the order ends dispensed. */
-  dispense(licence: string, focus: Array<{ resource: Resource; path: string }>): WorkflowResult<Resource[]> {
+  /**
+   * send-dispense-summary: what the allocated pharmacy handed over; the order
+   * ends dispensed. `focus` is the recorded dispenses (or the completed Task),
+   * `resources` adds what they reference: the requests and the patient.
+   */
+  dispense(
+    licence: string,
+    focus: Array<{ resource: Resource; path: string }>,
+  ): WorkflowResult<{ focus: Resource[]; resources: Resource[] }> {
     const first = focus[0];
     if (!first)
       return fail(
@@ -579,7 +581,9 @@ export class OrderWorkflow {
     request.state = "dispensed";
     this.#touch(request, { status: "completed", businessStatus: status("dispensed") });
     this.#changed(order, `dispensed by ${licence}`);
-    return { ok: true, value: first.resource.resourceType === "Task" ? [request.task] : recorded };
+    const [task, ...referenced] = taskResources(order, request);
+    const shown = first.resource.resourceType === "Task" ? [task as Task] : recorded;
+    return { ok: true, value: { focus: shown, resources: [...shown, ...referenced] } };
   }
 
   cancel(orderId: string): WorkflowResult<Order> {

@@ -63,6 +63,8 @@ export interface Order {
   requests: OrderRequest[];
   pharmacies: PharmacyRequest[];
   allocatedTo: string | null;
+  /** When the order was allocated: the requests' second version (about the identified patient) dates from then. */
+  allocatedAt: Date | null;
   /** What the allocated pharmacy reported as handed over. */
   dispensed: Resource[];
   history: Array<{ at: Date; event: string }>;

@@ -1,6 +1,7 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
+import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
@@ -12,6 +13,7 @@ import { scriptedReply } from "../scenarios/respond.js";
 import type { Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
+import { messageFingerprint } from "./fingerprint.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
@@ -24,6 +26,8 @@ export interface InboundMessage {
   endpoint: string;
   /** FHIR base URL for fullUrls, e.g. http://localhost:8080/uae-fhir/r4. */
   fhirBase: string;
+  /** The journal's call for this message (id and start), for naming it to a later reuse of its MessageHeader id. */
+  call?: { id: string; at: Date };
 }
 
 /** The answer to one message, with what the edge and the journal need to know about it. */
@@ -49,10 +53,19 @@ export interface Answer {
   serialized?: string;
 }
 
-/** A processed answer as the duplicate memory keeps it: serialized UTF-8, a fraction of the object graph's size. */
+/**
+ * A processed answer as the duplicate memory keeps it: serialized UTF-8, a
+ * fraction of the object graph's size; with the message's content fingerprint
+ * (a hash, not the content) and the call that brought it.
+ */
 export interface StoredAnswer {
   status: number;
   body: Buffer;
+  /** messageFingerprint of the message answered. */
+  fingerprint: string;
+  /** Journal id of the call, when known. */
+  callId: string | undefined;
+  at: Date;
 }
 
 export interface PipelineOptions extends ValidationPolicy {
@@ -195,16 +208,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     if (options.proxy) return forward({ operation, messageId, ...ruled });
 
+    // Once per processed message, before a handler could touch the message.
+    const fingerprint = messageFingerprint(message.bundle as unknown as Record<string, unknown>);
     const earlier = deps.replays.get(messageId);
-    if (earlier) {
+    if (earlier?.fingerprint === fingerprint) {
       const text = earlier.body.toString("utf8");
       return {
         ...answer(earlier.status, JSON.parse(text), { operation, messageId }),
         duplicate: true,
         ...ruled,
+        headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
         serialized: text,
       };
     }
+    if (earlier)
+      return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -214,10 +232,18 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     // Warnings never refuse: an ok answer carries them in an OperationOutcome that response.details names.
     const built =
       result.kind === "ok"
-        ? answer(200, okMessage(correlation, result.resources, deps, result.focus, checked.warnings), {
-            operation,
-            messageId,
-          })
+        ? answer(
+            200,
+            okMessage(
+              correlation,
+              result.resources,
+              deps,
+              result.focus,
+              clientTargets(result.resources, message),
+              checked.warnings,
+            ),
+            { operation, messageId },
+          )
         : answer(
             options.businessErrors === "http" ? 422 : 200,
             errorMessage(correlation, "fatal-error", [...result.issues, ...checked.warnings], deps),
@@ -227,9 +253,25 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
             },
           );
     const serialized = JSON.stringify(built.body);
-    deps.replays.remember(messageId, { status: built.status, body: Buffer.from(serialized, "utf8") });
+    deps.replays.remember(messageId, {
+      status: built.status,
+      body: Buffer.from(serialized, "utf8"),
+      fingerprint,
+      callId: inbound.call?.id,
+      at: inbound.call?.at ?? deps.now(),
+    });
     return { ...built, ...ruled, serialized };
   };
 }
 
 export type MessagePipeline = ReturnType<typeof createMessagePipeline>;
+
+/** R4 lets a MessageHeader id repeat only for the same message: another content under it is a 409 (CONTRACT §5). */
+function reusedId(messageId: string, earlier: StoredAnswer): Issue {
+  const call = earlier.callId ? `call ${earlier.callId}` : "an earlier call";
+  return issue(
+    "duplicate",
+    `MessageHeader id ${messageId} was already used by ${call} at ${earlier.at.toISOString()} for a message with different content; send a new MessageHeader id (only an exact resend may repeat one).`,
+    "Bundle.entry[0].resource.id",
+  );
+}

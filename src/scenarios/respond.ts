@@ -1,5 +1,6 @@
 import type { Resource } from "fhir/r4.js";
 import type { Message } from "../envelope/message.js";
+import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, type IssueCode, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { Scripted } from "./scenarios.js";
@@ -87,7 +88,12 @@ export function scriptedReply(scripted: Scripted, ctx: ScriptContext): ScriptedR
   }
   if (rendered.resources) {
     const resources = rendered.resources.map((r) => (r.id ? r : { ...r, id: ctx.newId() }));
-    return { kind: "answer", status: spec.status ?? 200, body: okMessage(ctx.correlation, resources, deps), headers };
+    return {
+      kind: "answer",
+      status: spec.status ?? 200,
+      body: okMessage(ctx.correlation, resources, deps, resources, clientTargets(resources, ctx.message)),
+      headers,
+    };
   }
   return { kind: "answer", status: spec.status ?? 200, body: rendered.body, headers };
 }

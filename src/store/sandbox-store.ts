@@ -48,6 +48,11 @@ export class SandboxStore {
     return undefined;
   }
 
+  /** The patient with this server id, if the sandbox knows it. */
+  patient(id: string): Patient | undefined {
+    return this.#patients.get(id);
+  }
+
   /**
    * The patient these keys name; an unknown one gets a generated profile,
    * derived from the seed and its first key, with what the request sent

@@ -13,8 +13,10 @@ describe("the journal is bounded (--journal-limit)", () => {
   it("keeps only the newest calls, oldest first", async () => {
     const { app, journal } = createApp({ journalLimit: 5 });
     const answers: Bundle[] = [];
+    const sent: Bundle[] = [];
     for (let i = 1; i <= 12; i++) {
-      answers.push((await post(app, messageBundle("add-allergy", [allergy()], { id: `msg-${i}` }))).body);
+      sent.push(messageBundle("add-allergy", [allergy()], { id: `msg-${i}` }));
+      answers.push((await post(app, sent.at(-1) as Bundle)).body);
     }
 
     const calls = await listCalls(app);
@@ -27,7 +29,7 @@ describe("the journal is bounded (--journal-limit)", () => {
     expect((await admin(app, "POST", "/calls/verify", { body: { operation: "add-allergy" } })).body.matched).toBe(5);
 
     // A resent recent message id is still answered with its original response.
-    const again = await post(app, messageBundle("add-allergy", [allergy()], { id: "msg-12" }));
+    const again = await post(app, sent[11] as Bundle);
     expect(responseHeader(again.body as Bundle).id).toBe(responseHeader(answers[11] as Bundle).id);
     const newest = await listCalls(app, "limit=1");
     expect(newest[0]).toMatchObject({ id: "13", messageId: "msg-12", duplicate: true });

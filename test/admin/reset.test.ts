@@ -4,8 +4,11 @@ import { createApp } from "../../src/app.js";
 import { example, messageBundle, post, responseHeader } from "../support/messages.js";
 import { admin, listCalls } from "./admin-client.js";
 
-const request = () =>
-  messageBundle("add-allergy", [example<AllergyIntolerance>("allergyintolerance-example.json")], { id: "msg-once" });
+// One message, so that every send of it is an exact resend (CONTRACT §5).
+const message = messageBundle("add-allergy", [example<AllergyIntolerance>("allergyintolerance-example.json")], {
+  id: "msg-once",
+});
+const request = () => structuredClone(message);
 
 describe("duplicate messages and POST /__admin/reset (CONTRACT §4, §9)", () => {
   it("answers a resent message id with the original response, and journals it as a duplicate", async () => {

@@ -1,16 +1,26 @@
 import type { AllergyIntolerance, Bundle, Observation, Patient, Resource, Task } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { ALTERNATE, example, exampleFiles, focusOf, messageBundle, post } from "../support/messages.js";
+import { ALTERNATE, example, exampleFiles, focusOf, messageBundle, post, responseHeader } from "../support/messages.js";
+import { referencesOutside, unresolvedReferences } from "../support/references.js";
 import { r4Problems } from "../support/validator.js";
 
 const EID = "urn:ae:emirates-id";
 const who = { identifier: { system: EID, value: "784-1991-3333333-8" } };
 
-/** Sends a message and returns the response body after checking it is valid R4. */
+/** References clients sent to resources outside their messages: the sandbox may only echo these. */
+const echoes = new Set<string>();
+
+/**
+ * Sends a message and returns the response body after checking it is valid R4
+ * and that every reference the sandbox wrote resolves inside the response Bundle.
+ */
 async function validReply(app: ReturnType<typeof createApp>["app"], bundle: Bundle, path?: string) {
+  for (const reference of referencesOutside(bundle)) echoes.add(reference);
   const reply = await post(app, bundle, path ? { path } : {});
-  expect(r4Problems(reply.body as Resource), `response of ${bundle.entry?.[0]?.resource?.id}`).toEqual([]);
+  const label = `response of ${responseHeader(bundle).eventCoding?.code}`;
+  expect(r4Problems(reply.body as Resource), label).toEqual([]);
+  expect(unresolvedReferences(reply.body, echoes), label).toEqual([]);
   return reply;
 }
 

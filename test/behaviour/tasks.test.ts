@@ -59,7 +59,11 @@ function sandbox(options: Parameters<typeof createApp>[0] = {}) {
       ]),
     );
     expect(reply.status).toBe(200);
-    return ((reply.body as Bundle).entry ?? []).slice(1).map((e) => e.resource as Task);
+    // The Patient follows the Tasks so that Task.for resolves (CONTRACT §11); the list is the Tasks.
+    return ((reply.body as Bundle).entry ?? [])
+      .slice(1)
+      .map((e) => e.resource as Task)
+      .filter((r) => r.resourceType === "Task");
   };
   return { app, send, add, taskIn, pending };
 }

@@ -76,7 +76,7 @@ describe("uae-fhir-sandbox serve, over real HTTP", { timeout: 30_000 }, () => {
     const reply = await postMessage(url, body());
     expect(reply.status).toBe(413);
     expect(reply.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
-    expect(reply.json).toMatchObject({ resourceType: "OperationOutcome", issue: [{ code: "too-costly" }] });
+    expect(reply.json).toMatchObject({ resourceType: "OperationOutcome", issue: [{ code: "too-long" }] });
     expect((await http(`${url}/__admin/health`)).status).toBe(200);
   });
 

@@ -1,4 +1,4 @@
-import type { Task } from "fhir/r4.js";
+import type { Patient, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { focusOf, responseHeader } from "../support/messages.js";
@@ -117,12 +117,12 @@ describe("--allocation first-confirmed (default)", () => {
       const task = focusOf(reply.body)[0] as Task;
       expect(task, licence).toMatchObject({ id: placed.task(licence).id, status: "cancelled" });
       expect(task.businessStatus?.coding?.[0]?.code, licence).toBe("not-allocated");
-      // a pharmacy that was not allocated never sees the patient
-      expect(
-        (reply.body.entry as Array<{ resource: { resourceType: string } }>).some(
-          (e) => e.resource.resourceType === "Patient",
-        ),
-      ).toBe(false);
+      // a pharmacy that was not allocated never sees the patient: only the anonymous one Task.for names
+      const patients = (reply.body.entry as Array<{ resource: Patient }>)
+        .map((e) => e.resource)
+        .filter((r) => r.resourceType === "Patient");
+      expect(patients.map((x) => `Patient/${x.id}`)).toEqual([task.for?.reference]);
+      expect(patients.map((x) => [x.identifier, x.name])).toEqual([[undefined, undefined]]);
     }
     const winner = await receiveAllocation(p.app, "PH-B", placed.task("PH-B").id as string);
     expect(focusOf(winner.body)[0]).toMatchObject({ status: "in-progress" });

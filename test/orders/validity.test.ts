@@ -2,6 +2,7 @@ import type { Bundle, Resource, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { type Reply, responseHeader } from "../support/messages.js";
+import { unresolvedReferences } from "../support/references.js";
 import { r4Problems } from "../support/validator.js";
 import {
   confirm,
@@ -45,6 +46,11 @@ class Said {
   expectValid(): void {
     const problems = this.items.flatMap(({ label, resource }) => r4Problems(resource).map((p) => `${label}: ${p}`));
     expect(problems).toEqual([]);
+    // Pharmacy messages hold no references outside themselves: every reference in an answer or push must resolve.
+    const unresolved = this.items.flatMap(({ label, resource }) =>
+      unresolvedReferences(resource).map((u) => `${label}: ${u.path} → ${u.reference}`),
+    );
+    expect(unresolved).toEqual([]);
   }
 }
 

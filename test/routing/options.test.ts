@@ -140,7 +140,7 @@ describe("a resent message (same MessageHeader id)", () => {
     expect(recorded.map((c) => c.response.status)).toEqual([200, 200]);
   });
 
-  it("is answered with the original response even when its content changed", async () => {
+  it("is refused with 409 duplicate, not answered with the stale response, when its content changed", async () => {
     const { handlers, calls } = countingAllergy();
     const { app } = createApp({}, { handlers });
     const first = await post(app, allergyMessage({ id: "msg-resent-2" }));
@@ -150,7 +150,9 @@ describe("a resent message (same MessageHeader id)", () => {
 
     const again = await post(app, changed);
 
-    expect(again.body).toEqual(first.body);
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ resourceType: "OperationOutcome", issue: [{ code: "duplicate" }] });
+    expect(again.body).not.toEqual(first.body);
     expect(calls.count).toBe(1);
   });
 

@@ -80,6 +80,11 @@ const send = (app: Hono, s: Send, id?: string) => {
   if (id !== undefined) (bundle.entry?.[0]?.resource as { id: string }).id = id;
   return post(app, bundle, { ...(s.path ? { path: s.path } : {}), ...(s.headers ? { headers: s.headers } : {}) });
 };
+/** The same message on every send: resends of it are exact resends (CONTRACT §5). */
+const once = (s: Send): Send => {
+  const bundle = s.bundle();
+  return { ...s, bundle: () => structuredClone(bundle) };
+};
 const viewProfile = (value = "784-1980-1111111-3"): Send => ({
   label: `view-patient-profile of ${value}`,
   bundle: () => messageBundle("view-patient-profile", [patient(value)]),
@@ -631,9 +636,10 @@ rules:
       - { status: 503, outcome: { diagnostics: "Retry, please." } }
       - builtIn: true
 `);
-    const first = await send(app, addAllergy(), "same-id");
-    const second = await send(app, addAllergy(), "same-id");
-    const third = await send(app, addAllergy(), "same-id");
+    const message = once(addAllergy());
+    const first = await send(app, message, "same-id");
+    const second = await send(app, message, "same-id");
+    const third = await send(app, message, "same-id");
 
     expect(first.status).toBe(503);
     expect(responseHeader(first.body as Bundle).response?.code).toBe("transient-error");
