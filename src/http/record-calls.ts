@@ -32,6 +32,14 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("upstream", null);
     try {
       await next();
+      // CONTRACT §5: every answer names its journal call, and the rule that answered.
+      const rule = c.get("rule");
+      try {
+        c.res.headers.set("X-Sandbox-Call-Id", id);
+        if (rule) c.res.headers.set("X-Sandbox-Rule", rule);
+      } catch {
+        // A scripted fault has no answer whose headers could change.
+      }
     } finally {
       record();
     }

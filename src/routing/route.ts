@@ -1,5 +1,5 @@
 import type { EntryRef, Message } from "../envelope/message.js";
-import { test } from "../fhir/fhirpath.js";
+import { type CompiledPath, compilePath, test } from "../fhir/fhirpath.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { Catalogue } from "./catalogue.js";
 import type { Operation } from "./operation.js";
@@ -104,21 +104,29 @@ function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]
 
 /**
  * The FHIRPath of `element` (dotted, e.g. `channel.endpoint`) under a focus
- * resource when it is present, else of its nearest present ancestor: an
- * issue about a missing element points at its parent.
+ * resource when it finds something there, else of its nearest ancestor that
+ * does: an issue about a missing element points at its parent. Evaluated
+ * with the R4 model, so a choice element (`value`) is found as valueQuantity.
  */
 function nearestPresent(entry: EntryRef, element: string): string {
   const steps = element.split(".");
-  let nodes: unknown[] = [entry.resource];
-  let depth = 0;
-  for (const step of steps) {
-    const next = nodes.flatMap((n) => {
-      const v = n !== null && typeof n === "object" ? (n as Record<string, unknown>)[step] : undefined;
-      return v === undefined || v === null ? [] : Array.isArray(v) ? v : [v];
-    });
-    if (next.length === 0) break;
-    nodes = next;
-    depth++;
+  for (let depth = steps.length; depth > 0; depth--) {
+    const path = steps.slice(0, depth).join(".");
+    let compiled = presence.get(path);
+    if (!compiled) {
+      const result = compilePath(path);
+      if (!result.ok) continue;
+      compiled = result.evaluate;
+      presence.set(path, compiled);
+    }
+    try {
+      if (compiled(entry.resource).length > 0) return `${entry.path}.${path}`;
+    } catch {
+      // Not navigable on this resource: try the parent.
+    }
   }
-  return depth === 0 ? entry.path : `${entry.path}.${steps.slice(0, depth).join(".")}`;
+  return entry.path;
 }
+
+/** Compiled element paths of the catalogue's checks (a few dozen). */
+const presence = new Map<string, CompiledPath>();

@@ -10,7 +10,16 @@ const who = { system: EID, value: "784-1987-7777777-6" };
 const allergyMessage = (id: string, text = "sesame"): Bundle =>
   messageBundle(
     "add-allergy",
-    [{ resourceType: "AllergyIntolerance", code: { text }, patient: { identifier: who } } as AllergyIntolerance],
+    [
+      {
+        resourceType: "AllergyIntolerance",
+        clinicalStatus: {
+          coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+        },
+        code: { text },
+        patient: { identifier: who },
+      } as AllergyIntolerance,
+    ],
     { id },
   );
 

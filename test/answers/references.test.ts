@@ -92,8 +92,19 @@ describe("answers a strict R4 client accepts whole (CONTRACT §11)", () => {
     }
     // Refusals: an unknown record or task, and the drug-order messages of a pharmacy without a subscription.
     for (const [event, resource] of [
-      ["update-allergy", { resourceType: "AllergyIntolerance", id: "nope", code: { text: "x" }, patient: who }],
-      ["remove-history", { resourceType: "Condition", id: "nope" }],
+      [
+        "update-allergy",
+        {
+          resourceType: "AllergyIntolerance",
+          id: "nope",
+          clinicalStatus: {
+            coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+          },
+          code: { text: "x" },
+          patient: who,
+        },
+      ],
+      ["remove-history", { resourceType: "Condition", id: "nope", subject: who }],
       ["update-task", { resourceType: "Task", id: "nope", status: "ready", intent: "order" }],
       ["cancel-task", { resourceType: "Task", id: "nope", status: "cancelled", intent: "order" }],
     ] as const) {
@@ -111,7 +122,14 @@ describe("answers a strict R4 client accepts whole (CONTRACT §11)", () => {
     const allergy = await post(
       app,
       messageBundle("add-allergy", [
-        { resourceType: "AllergyIntolerance", code: { text: "peanut" }, patient: who } as AllergyIntolerance,
+        {
+          resourceType: "AllergyIntolerance",
+          clinicalStatus: {
+            coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+          },
+          code: { text: "peanut" },
+          patient: who,
+        } as AllergyIntolerance,
       ]),
     );
     const [stored] = focusOf(allergy.body) as AllergyIntolerance[];
@@ -137,6 +155,9 @@ describe("answers a strict R4 client accepts whole (CONTRACT §11)", () => {
     const practitioner: Practitioner = { resourceType: "Practitioner", name: [{ family: "Haddad", given: ["Omar"] }] };
     const allergy = {
       resourceType: "AllergyIntolerance",
+      clinicalStatus: {
+        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+      },
       code: { text: "latex" },
       patient: { identifier: { system: EID, value: "784-1985-1234568-1" } },
       recorder: { reference: practitionerUrl },

@@ -298,6 +298,7 @@ const cases: BadInput[] = [
         at: "Bundle.entry[1].resource",
       },
       { code: "required", says: [/AllergyIntolerance.patient is required/], at: "Bundle.entry[1].resource" },
+      { code: "invariant", says: [/^ait-1: /, /clinicalStatus/], at: "Bundle.entry[1].resource" },
     ],
   },
   {

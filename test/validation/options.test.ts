@@ -208,6 +208,10 @@ rules:
     const valid = messageBundle("add-allergy", [
       {
         resourceType: "AllergyIntolerance",
+        // ait-1: an allergy that is not entered-in-error has a clinical status.
+        clinicalStatus: {
+          coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+        },
         code: { text: "cashew nut" },
         patient: { identifier: { system: EID, value: patientId } },
       } as AllergyIntolerance,
