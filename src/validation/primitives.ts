@@ -14,6 +14,9 @@ const INT_MIN = -2_147_483_648;
 const INT_MAX = 2_147_483_647;
 /** FHIR strings are at most 1 MiB (datatypes.html#string); the R4 definitions say so as maxLength. */
 const DATE_TYPES = new Set(["date", "dateTime", "instant"]);
+/** datatypes.html#string: no characters below U+0020 but tab, CR and LF (Medplum's validator refuses them too). */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: the control characters are what this looks for.
+const CONTROL = /[\u0000-\u0008\u000B\u000C\u000E-\u001F]/;
 
 const examples: Record<string, string> = {
   date: "YYYY, YYYY-MM or YYYY-MM-DD, e.g. 1990-01-15",
@@ -93,6 +96,12 @@ function build(type: string): PrimitiveCheck {
       return { code: "value", says: `is longer than ${def.maxLength} characters, the limit of a FHIR ${type}.` };
     }
     if (regex && !regex.test(s)) return wrongFormat(value);
+    if ((type === "string" || type === "markdown") && CONTROL.test(s)) {
+      return {
+        code: "value",
+        says: `contains a control character (below U+0020 other than tab, CR and LF), which FHIR ${type}s do not carry.`,
+      };
+    }
     if (DATE_TYPES.has(type) && !isCalendarDate(s)) {
       return {
         code: "value",
