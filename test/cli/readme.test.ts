@@ -114,6 +114,12 @@ describe("README", () => {
     const added = replies[0]?.entry?.[1]?.resource as AllergyIntolerance;
     const profile = (replies[1]?.entry ?? []).map((e) => e.resource);
     expect(profile).toContainEqual(expect.objectContaining({ resourceType: "AllergyIntolerance", id: added.id }));
+    // The output the README shows for its jq filter is what the sandbox answers (the profile is generated from the seed).
+    const shown = /"allergies": (\[[^\]]*\])/.exec(README)?.[1];
+    const listed = profile
+      .filter((r): r is AllergyIntolerance => r?.resourceType === "AllergyIntolerance")
+      .map((a) => a.code?.coding?.[0]?.display);
+    expect(listed).toEqual(JSON.parse(shown ?? "null"));
   });
 
   it("has an operations file example that loads and does what the README says", async () => {
