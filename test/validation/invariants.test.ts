@@ -5,7 +5,7 @@ import { holds, referenceEvaluator } from "../../src/validation/invariants/refer
 import { R4 } from "../../src/validation/r4/definitions.js";
 import { constraintContexts } from "./invariants/contexts.js";
 import { type CorpusNode, exampleCorpus } from "./invariants/corpus.js";
-import { generate, generateRoot, mutate, rng } from "./invariants/generate.js";
+import { generate, generateRoot, literalsOf, mutate, rng } from "./invariants/generate.js";
 import { HAND_CASES } from "./invariants/hand-cases.js";
 
 const SEED = Number(process.env.INVARIANT_SEED ?? 20261123);
@@ -100,10 +100,11 @@ describe("compiled R4 invariants agree with the fhirpath library", () => {
           );
         }
         const focus = focusOf(key);
-        const runs = R4.types[context]?.kind === "resource" && key.startsWith("dom-") ? 15 : 120;
+        const literals = literalsOf(R4.constraints[key]?.expression ?? "");
+        const runs = R4.types[context]?.kind === "resource" && key.startsWith("dom-") ? 15 : PRIORITY.includes(key) ? 400 : 120;
         fc.assert(
           fc.property(fc.integer(), (s) => {
-            const node = generate(context, rng(s), 0, focus);
+            const node = generate(context, rng(s), 0, focus, literals);
             return compare(p, node, envFor(node, context, s), `generated ${s}`);
           }),
           { seed: SEED, numRuns: runs },

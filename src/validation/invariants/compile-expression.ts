@@ -12,8 +12,8 @@ import {
   fromBool,
   navigate,
   navigateChoice,
-  plain,
   Special,
+  valueOf,
   singletonString,
   TRUE,
   toBool,
@@ -390,7 +390,8 @@ function compileOrder(op: string, l: Compiled, r: Compiled): Compiled {
       const b = rf(focus, env, self);
       if (a.length > 1 || b.length > 1) bail();
       if (a.length === 0 || b.length === 0) return EMPTY;
-      const n = cmp(plain(a[0]), plain(b[0]));
+      const n = cmp(valueOf(a[0]), valueOf(b[0]));
+      if (n === "objects") return op === "<=" || op === ">=" ? TRUE : FALSE;
       return n === undefined ? EMPTY : test(n) ? TRUE : FALSE;
     },
     t: BOOLEAN,
@@ -402,18 +403,23 @@ function compareNumbers(a: unknown, b: unknown): number {
   return a === b ? 0 : a < b ? -1 : 1;
 }
 
-/** Quantities in the same UCUM unit; anything needing unit conversion goes to the library. */
-function compareQuantities(a: unknown, b: unknown): number {
-  const q = (v: unknown) => {
-    const o = v as Record<string, unknown>;
-    if (o.system !== UCUM || typeof o.code !== "string" || typeof o.value !== "number" || o.comparator !== undefined) {
-      bail();
-    }
-    return o as { code: string; value: number };
-  };
-  const x = q(a);
-  const y = q(b);
-  if (x.code !== y.code) bail();
+/** Whether the library turns a FHIR Quantity into a FHIRPath quantity. */
+function isUcum(o: Record<string, unknown>): boolean {
+  return o.system === UCUM && typeof o.value === "number" && typeof o.code === "string";
+}
+
+/**
+ * Quantities in the same UCUM unit compare by value; unit conversion goes to
+ * the library. Quantities the library leaves as plain objects compare as JS
+ * objects do (`<=` and `>=` true, `<` and `>` false): "objects".
+ */
+function compareQuantities(a: unknown, b: unknown): number | "objects" {
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  const ux = isUcum(x);
+  const uy = isUcum(y);
+  if (!ux && !uy) return "objects";
+  if (!ux || !uy || x.comparator !== undefined || y.comparator !== undefined || x.code !== y.code) bail();
   return compareNumbers(x.value, y.value);
 }
 
@@ -514,8 +520,8 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
           const b = rf(focus, env, self);
           if (a.length > 1 || b.length > 1) bail();
           if (a.length === 0 || b.length === 0) return EMPTY;
-          const x = plain(a[0]);
-          const y = plain(b[0]);
+          const x = valueOf(a[0]);
+          const y = valueOf(b[0]);
           if (typeof x !== typeof y || (typeof x !== "number" && typeof x !== "string")) bail();
           return [(x as number) + (y as number)];
         },

@@ -150,9 +150,15 @@ export function fromBool(b: boolean | undefined): Coll {
   return b === undefined ? EMPTY : b ? TRUE : FALSE;
 }
 
-/** The plain value of an item for a value operation (strings, numbers, objects). */
+/** The plain value of an item for equality, where the library also compares `_element` data. */
 export function plain(v: unknown): unknown {
   if (v instanceof Special) bail();
+  return v;
+}
+
+/** The value of an item for string and ordering operations, which ignore `_element` data. */
+export function valueOf(v: unknown): unknown {
+  if (v instanceof Special) return v.value === null ? bail() : v.value;
   return v;
 }
 
@@ -160,7 +166,7 @@ export function plain(v: unknown): unknown {
 export function singletonString(c: Coll): string | undefined {
   if (c.length === 0) return undefined;
   if (c.length > 1) bail();
-  const v = plain(c[0]);
+  const v = valueOf(c[0]);
   if (typeof v !== "string") bail();
   return v;
 }

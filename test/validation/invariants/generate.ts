@@ -25,6 +25,11 @@ function pick<T>(r: Rnd, xs: readonly T[]): T {
   return xs[Math.floor(r() * xs.length)] as T;
 }
 
+/** The string literals of an expression. */
+export function literalsOf(expression: string): string[] {
+  return [...expression.matchAll(/'((?:[^'\\]|\\.)*)'/g)].map((m) => m[1] ?? "");
+}
+
 const LITERALS = [
   ...new Set(
     Object.values(R4.constraints).flatMap((c) =>
@@ -69,7 +74,11 @@ const DATES = [
 ];
 const NUMBERS = [-1, 0, 0.5, 1, 1.5, 2, 100, 101];
 
-function primitive(code: string, r: Rnd): unknown {
+function primitive(code: string, r: Rnd, literals: readonly string[]): unknown {
+  // Strings the invariant itself tests for are the interesting ones.
+  if (literals.length > 0 && r() < 0.5 && !["boolean", "integer", "positiveInt", "unsignedInt", "decimal"].includes(code)) {
+    return pick(r, literals);
+  }
   switch (code) {
     case "boolean":
       return r() < 0.5;
@@ -96,13 +105,39 @@ function primitive(code: string, r: Rnd): unknown {
 
 const RESOURCES = ["Observation", "Patient", "Organization", "Practitioner", "Bundle", "Composition", "MessageHeader"];
 
-/** A random value of type `code`; `focus` names elements to favour. */
-export function generate(code: string, r: Rnd, depth: number, focus: ReadonlySet<string>): unknown {
+function isQuantity(code: string): boolean {
+  for (let t: string | undefined = code; t !== undefined; t = R4.types[t]?.base) if (t === "Quantity") return true;
+  return false;
+}
+
+/** Quantities mostly in UCUM with a few shared units, so orderings are exercised. */
+function quantity(r: Rnd): Record<string, unknown> {
+  const q: Record<string, unknown> = {};
+  if (r() < 0.9) q.value = pick(r, NUMBERS);
+  if (r() < 0.8) q.system = r() < 0.8 ? "http://unitsofmeasure.org" : "http://x";
+  if (r() < 0.85) q.code = pick(r, ["mg", "mg", "g", "a", "%", "1", "h"]);
+  if (r() < 0.1) q.comparator = "<";
+  if (r() < 0.1) q.unit = "u";
+  return q;
+}
+
+/**
+ * A random value of type `code`; `focus` names elements to favour and
+ * `literals` are string values to favour.
+ */
+export function generate(
+  code: string,
+  r: Rnd,
+  depth: number,
+  focus: ReadonlySet<string>,
+  literals: readonly string[] = [],
+): unknown {
   let type = code;
   if (code === "Resource" || code === "DomainResource") type = pick(r, RESOURCES);
   const def = R4.types[type];
   if (!def) return {};
-  if (def.kind === "primitive-type") return primitive(type, r);
+  if (def.kind === "primitive-type") return primitive(type, r, literals);
+  if (isQuantity(type) && r() < 0.8) return quantity(r);
   const out: Record<string, unknown> = {};
   if (def.kind === "resource") out.resourceType = type;
   const entries = Object.entries(def.elements);
@@ -118,11 +153,14 @@ export function generate(code: string, r: Rnd, depth: number, focus: ReadonlySet
     if (el.choice && refs.length === 0 && el.types[0]) refs.push(pick(r, el.types));
     for (const ref of refs) {
       const key = el.choice ? choiceKey(name, ref.code) : name;
-      const one = () => generate(ref.code, r, depth + 1, focus);
+      const one = () => generate(ref.code, r, depth + 1, focus, literals);
       const isPrimitive = R4.types[ref.code]?.kind === "primitive-type";
       if (el.max !== 1) {
-        const n = 1 + Math.floor(r() * 2);
-        out[key] = Array.from({ length: n }, one);
+        const n = 1 + Math.floor(r() * 3);
+        const items = Array.from({ length: n }, one);
+        // Repeats matter to isDistinct() and union: copy an item now and then.
+        if (n > 1 && r() < 0.3) items[n - 1] = structuredClone(items[0]);
+        out[key] = items;
       } else {
         out[key] = one();
       }
