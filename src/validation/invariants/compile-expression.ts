@@ -13,10 +13,10 @@ import {
   navigate,
   navigateChoice,
   Special,
-  valueOf,
   singletonString,
   TRUE,
   toBool,
+  valueOf,
 } from "./runtime.js";
 import { childStep, RESOURCE_TYPES, type SType, valueClass } from "./static-types.js";
 
@@ -271,7 +271,8 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
       needArgs(e, 1);
       requireString(base.t);
       const name = e.name;
-      const re = name === "matches" ? regex(literalString(e.args[0])) : undefined;
+      const isMatch = name === "matches";
+      const re = isMatch ? regex(literalString(e.args[0])) : undefined;
       const arg = param(e.args[0] as Expr);
       requireString(arg.t);
       const af = arg.f;
@@ -280,7 +281,7 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           const s = singletonString(bf(focus, env, self));
           const a = singletonString(af(self, env, self));
           if (s === undefined || a === undefined) return EMPTY;
-          if (re) return re.test(s) ? TRUE : FALSE;
+          if (isMatch) return re === undefined ? bail() : re.test(s) ? TRUE : FALSE;
           return (name === "startsWith" ? s.startsWith(a) : s.includes(a)) ? TRUE : FALSE;
         },
         t: BOOLEAN,
@@ -305,6 +306,30 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
         t: STRING,
       };
     }
+    case "toInteger":
+      needArgs(e, 0);
+      if (valueClass(base.t) !== "string") throw new Unsupported("toInteger on a non-string");
+      return {
+        f: (focus, env, self) => {
+          const s = singletonString(bf(focus, env, self));
+          return s !== undefined && /^[+-]?\d+$/.test(s) ? [Number(s)] : EMPTY;
+        },
+        t: INTEGER,
+      };
+    case "toString":
+      needArgs(e, 0);
+      return {
+        f: (focus, env, self) => {
+          const c = bf(focus, env, self);
+          if (c.length === 0) return EMPTY;
+          if (c.length > 1) bail();
+          const v = valueOf(c[0]);
+          if (typeof v === "string") return [v];
+          if (typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))) return [String(v)];
+          return bail();
+        },
+        t: STRING,
+      };
     case "iif": {
       needArgs(e, 2, 3);
       if (e.target) throw new Unsupported("iif on a target");
@@ -330,12 +355,15 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
   }
 }
 
-/** The library compiles patterns with the `u` flag; one it rejects stays with the library. */
-function regex(source: string): RegExp {
+/**
+ * The library compiles patterns with the `u` flag when a string is there
+ * to match; a pattern that flag rejects is then an evaluation error.
+ */
+function regex(source: string): RegExp | undefined {
   try {
     return new RegExp(source, "u");
   } catch {
-    throw new Unsupported(`pattern ${source}`);
+    return undefined;
   }
 }
 
@@ -359,7 +387,8 @@ function compileIs(base: Compiled, type: string): Compiled {
 }
 
 function requireString(t: SType): void {
-  if (valueClass(t) !== "string") throw new Unsupported("string function on a non-string");
+  // Untyped values are checked to be strings at run time.
+  if (valueClass(t) !== "string" && t.k !== "untyped") throw new Unsupported("string function on a non-string");
 }
 
 function checkEquality(a: SType, b: SType): void {

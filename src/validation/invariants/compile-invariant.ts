@@ -1,3 +1,4 @@
+import { R4 } from "../r4/definitions.js";
 import { compile, guarded } from "./compile-expression.js";
 import { parseExpression, Unsupported } from "./parse-expression.js";
 import { holds, type ReferenceEval, referenceEvaluator } from "./reference-check.js";
@@ -34,6 +35,9 @@ function rootGuard(contextType: string): (node: unknown) => boolean {
       const rt = (n as { resourceType?: unknown } | null)?.resourceType;
       return typeof n === "object" && typeof rt === "string" && RESOURCE_TYPES.has(rt);
     };
+  }
+  if (R4.types[contextType]?.kind === "primitive-type") {
+    return (n) => n !== null && n !== undefined && typeof n !== "object";
   }
   if (RESOURCE_TYPES.has(contextType)) {
     return (n) => typeof n === "object" && n !== null && (n as { resourceType?: unknown }).resourceType === contextType;

@@ -30,7 +30,7 @@ export interface Env {
 }
 
 /** The kind of JSON a static type holds, checked while navigating. */
-export type Shape = "primitive" | "object" | "resource" | "any";
+export type Shape = "primitive" | "object" | "resource" | "untyped" | "any";
 
 /** Throws BAIL; typed `never` so it can stand in expressions. */
 export function bail(): never {
@@ -44,6 +44,11 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** Checks a navigated value against the JSON shape its static type implies. */
 function checkShape(v: unknown, shape: Shape, resourceTypes: ReadonlySet<string>): void {
   if (shape === "any") return;
+  if (shape === "untyped") {
+    // An object with a resourceType would be typed by the library.
+    if (isPlainObject(v) && v.resourceType !== undefined) bail();
+    return;
+  }
   if (shape === "primitive") {
     if (typeof v === "object") bail();
     return;
@@ -66,7 +71,7 @@ function pushValue(out: Coll, v: unknown, ext: unknown, shape: Shape, resourceTy
   if (Array.isArray(v)) bail();
   checkShape(v, shape, resourceTypes);
   if (ext !== null && ext !== undefined) {
-    if (shape !== "primitive") bail();
+    if (shape !== "primitive" && (shape !== "untyped" || typeof v === "object")) bail();
     out.push(new Special(v, ext));
     return;
   }

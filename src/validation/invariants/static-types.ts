@@ -15,6 +15,8 @@ export type SType =
   | { k: "resource" }
   /** One of several types (a choice element): only existence is compiled. */
   | { k: "choice" }
+  /** Data the model does not describe: the library navigates it by plain keys, untyped. */
+  | { k: "untyped" }
   /** A FHIRPath system value computed by the expression. */
   | { k: "sys"; name: "String" | "Boolean" | "Integer" | "Decimal" };
 
@@ -30,7 +32,10 @@ export const RESOURCE_TYPES: ReadonlySet<string> = new Set(
     .map(([name]) => name),
 );
 
-const model = r4Model as unknown as { choiceTypePaths: Record<string, string[]> };
+const model = r4Model as unknown as {
+  choiceTypePaths: Record<string, string[]>;
+  path2Type: Record<string, string>;
+};
 
 function isA(code: string, ancestor: string): boolean {
   for (let c: string | undefined = code; c !== undefined; c = R4.types[c]?.base) if (c === ancestor) return true;
@@ -44,6 +49,7 @@ export function valueClass(t: SType): ValueClass {
     case "resource":
       return "object";
     case "choice":
+    case "untyped":
       return "unknown";
     case "fhir": {
       const def = R4.types[t.code];
@@ -86,18 +92,29 @@ export type Step =
  */
 export function childStep(parent: SType, name: string): Step {
   let owner: string;
+  if (parent.k === "untyped") return { k: "plain", key: name, shape: "untyped", type: parent };
   if (parent.k === "fhir") owner = parent.code;
   else if (parent.k === "resource") owner = "DomainResource";
   else throw new Unsupported(`navigation from ${parent.k}`);
   const def = R4.types[owner];
   if (!def || def.kind === "primitive-type") throw new Unsupported(`navigation from ${owner}`);
   const el = def.elements[name];
-  if (!el) throw new Unsupported(`no element ${owner}.${name}`);
+  if (!el) {
+    const path = `${owner}.${name}`;
+    // Not in R4 nor in the library's model: the library looks the key up untyped.
+    if (parent.k === "fhir" && !model.path2Type[path] && !model.choiceTypePaths[path] && name !== "extension") {
+      return { k: "plain", key: name, shape: "untyped", type: { k: "untyped" } };
+    }
+    throw new Unsupported(`no element ${path}`);
+  }
   if (el.choice) {
     const suffixes = model.choiceTypePaths[`${owner}.${name}`];
     if (!suffixes) throw new Unsupported(`no model choice for ${owner}.${name}`);
     const shapes = suffixes.map((s) => {
-      const ref = el.types.find((t) => t.code.toLowerCase() === s.toLowerCase());
+      // The model names profiled quantities (SimpleQuantity) by their base type.
+      const ref = el.types.find(
+        (t) => t.code.toLowerCase() === s.toLowerCase() || (s === "Quantity" && isA(t.code, "Quantity")),
+      );
       if (!ref) throw new Unsupported(`choice type ${s}`);
       return shapeOf(ref.code);
     });

@@ -76,7 +76,11 @@ const NUMBERS = [-1, 0, 0.5, 1, 1.5, 2, 100, 101];
 
 function primitive(code: string, r: Rnd, literals: readonly string[]): unknown {
   // Strings the invariant itself tests for are the interesting ones.
-  if (literals.length > 0 && r() < 0.5 && !["boolean", "integer", "positiveInt", "unsignedInt", "decimal"].includes(code)) {
+  if (
+    literals.length > 0 &&
+    r() < 0.5 &&
+    !["boolean", "integer", "positiveInt", "unsignedInt", "decimal"].includes(code)
+  ) {
     return pick(r, literals);
   }
   switch (code) {
