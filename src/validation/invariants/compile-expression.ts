@@ -3,6 +3,7 @@ import { type Expr, Unsupported } from "./parse-expression.js";
 import {
   bail,
   type Coll,
+  choiceKeys,
   collEqual,
   collHas,
   distinct,
@@ -26,6 +27,14 @@ export type Fn = (focus: Coll, env: Env, self: Coll) => Coll;
 interface Compiled {
   f: Fn;
   t: SType;
+  /**
+   * The library cannot raise an error evaluating this (on any JSON): then
+   * a logical operator may skip it once the other side decides, although
+   * the library always evaluates both sides.
+   */
+  safe?: boolean;
+  /** The result is always empty or one boolean. */
+  bool?: boolean;
 }
 
 /** Set when some iteration body is left to the library (only reached on non-empty input). */
@@ -52,21 +61,13 @@ const INTEGER: SType = { k: "sys", name: "Integer" };
 
 const identity: Fn = (focus) => focus;
 
-/** Runs `f` once per item with that item as focus and `$this`. */
-function each(focus: Coll, env: Env, f: Fn, visit: (item: unknown, result: Coll) => boolean | undefined): void {
-  for (const item of focus) {
-    const one = [item];
-    if (visit(item, f(one, env, one)) === false) return;
-  }
-}
-
 /** A criterion's result must be a boolean (or empty) to be compiled. */
 function criterion(r: Coll): boolean {
   return toBool(r) === true;
 }
 
 function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compiled {
-  const base = e.target ? compile(e.target, scope) : { f: identity, t: scope.focus };
+  const base: Compiled = e.target ? compile(e.target, scope) : { f: identity, t: scope.focus, safe: true };
   if (e.target === undefined && /^[A-Z]/.test(e.name)) {
     // `Appointment.status`: a leading type name selects the context itself.
     if (scope.inParams || scope.focus.k !== "fhir" || scope.focus.code !== e.name || e.name !== scope.contextType) {
@@ -78,21 +79,25 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
   const bf = base.f;
   if (step.k === "plain") {
     const { key, shape } = step;
+    // Keys are built once here: property lookups with fresh strings are slow.
+    const ukey = `_${key}`;
     return {
       f: (focus, env, self) => {
         const input = bf(focus, env, self);
-        return input.length === 0 ? EMPTY : navigate(input, key, shape, RESOURCE_TYPES);
+        return input.length === 0 ? EMPTY : navigate(input, key, ukey, shape, RESOURCE_TYPES);
       },
       t: step.type,
+      safe: base.safe === true,
     };
   }
-  const { keys, shapes } = step;
+  const choice = choiceKeys(step.keys, step.shapes);
   return {
     f: (focus, env, self) => {
       const input = bf(focus, env, self);
-      return input.length === 0 ? EMPTY : navigateChoice(input, keys, shapes, RESOURCE_TYPES);
+      return input.length === 0 ? EMPTY : navigateChoice(input, choice, RESOURCE_TYPES);
     },
     t: step.type,
+    safe: base.safe === true,
   };
 }
 
@@ -106,8 +111,9 @@ function literalString(e: Expr | undefined): string {
 }
 
 function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
-  const base = e.target ? compile(e.target, scope) : { f: identity, t: scope.focus };
+  const base: Compiled = e.target ? compile(e.target, scope) : { f: identity, t: scope.focus, safe: true };
   const bf = base.f;
+  const baseSafe = base.safe === true;
   const inner = (arg: Expr, focus: SType): Compiled => {
     try {
       return compile(arg, { ...scope, focus, self: focus, inParams: true });
@@ -125,27 +131,40 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
     case "exists": {
       needArgs(e, 0, 1);
       if (e.args.length === 1) {
-        const c = inner(e.args[0] as Expr, base.t).f;
+        const body = inner(e.args[0] as Expr, base.t);
+        const c = body.f;
         return {
           f: (focus, env, self) => {
             let found = false;
-            each(bf(focus, env, self), env, c, (_i, r) => {
-              if (criterion(r)) found = true;
-              return undefined;
-            });
+            for (const item of bf(focus, env, self)) {
+              const one = [item];
+              if (criterion(c(one, env, one))) found = true;
+            }
             return fromBool(found);
           },
           t: BOOLEAN,
+          safe: baseSafe && body.safe === true && body.bool === true,
+          bool: true,
         };
       }
-      return { f: (focus, env, self) => (bf(focus, env, self).length > 0 ? TRUE : FALSE), t: BOOLEAN };
+      return {
+        f: (focus, env, self) => (bf(focus, env, self).length > 0 ? TRUE : FALSE),
+        t: BOOLEAN,
+        safe: baseSafe,
+        bool: true,
+      };
     }
     case "empty":
       needArgs(e, 0);
-      return { f: (focus, env, self) => (bf(focus, env, self).length === 0 ? TRUE : FALSE), t: BOOLEAN };
+      return {
+        f: (focus, env, self) => (bf(focus, env, self).length === 0 ? TRUE : FALSE),
+        t: BOOLEAN,
+        safe: baseSafe,
+        bool: true,
+      };
     case "count":
       needArgs(e, 0);
-      return { f: (focus, env, self) => [bf(focus, env, self).length], t: INTEGER };
+      return { f: (focus, env, self) => [bf(focus, env, self).length], t: INTEGER, safe: baseSafe };
     case "not":
       needArgs(e, 0);
       return {
@@ -154,6 +173,8 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           return b === undefined ? EMPTY : b ? FALSE : TRUE;
         },
         t: BOOLEAN,
+        safe: baseSafe && base.bool === true,
+        bool: true,
       };
     case "hasValue":
       needArgs(e, 0);
@@ -166,46 +187,54 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           return (v instanceof Special ? v.value !== null : typeof v !== "object") ? TRUE : FALSE;
         },
         t: BOOLEAN,
+        safe: baseSafe,
+        bool: true,
       };
     case "first":
       needArgs(e, 0);
-      return { f: (focus, env, self) => bf(focus, env, self).slice(0, 1), t: base.t };
+      return { f: (focus, env, self) => bf(focus, env, self).slice(0, 1), t: base.t, safe: baseSafe };
     case "tail":
       needArgs(e, 0);
-      return { f: (focus, env, self) => bf(focus, env, self).slice(1), t: base.t };
+      return { f: (focus, env, self) => bf(focus, env, self).slice(1), t: base.t, safe: baseSafe };
     case "trace":
-      // Tracing has no effect on the result (the library's output is silenced).
-      return base;
+      // Tracing has no effect on the result (the library's output is silenced);
+      // a projection argument is evaluated by the library, so it is not known safe.
+      return { f: bf, t: base.t, safe: baseSafe && e.args.length === 1 && e.args[0]?.k === "string" };
     case "where": {
       needArgs(e, 1);
-      const c = inner(e.args[0] as Expr, base.t).f;
+      const body = inner(e.args[0] as Expr, base.t);
+      const c = body.f;
       return {
         f: (focus, env, self) => {
           const input = bf(focus, env, self);
           if (input.length === 0) return EMPTY;
           const out: Coll = [];
-          each(input, env, c, (item, r) => {
-            if (criterion(r)) out.push(item);
-            return undefined;
-          });
+          for (const item of input) {
+            const one = [item];
+            if (criterion(c(one, env, one))) out.push(item);
+          }
           return out;
         },
         t: base.t,
+        safe: baseSafe && body.safe === true && body.bool === true,
       };
     }
     case "all": {
       needArgs(e, 1);
-      const c = inner(e.args[0] as Expr, base.t).f;
+      const body = inner(e.args[0] as Expr, base.t);
+      const c = body.f;
       return {
         f: (focus, env, self) => {
           let ok = true;
-          each(bf(focus, env, self), env, c, (_i, r) => {
-            if (!criterion(r)) ok = false;
-            return undefined;
-          });
+          for (const item of bf(focus, env, self)) {
+            const one = [item];
+            if (!criterion(c(one, env, one))) ok = false;
+          }
           return fromBool(ok);
         },
         t: BOOLEAN,
+        safe: baseSafe && body.safe === true && body.bool === true,
+        bool: true,
       };
     }
     case "select": {
@@ -215,13 +244,14 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
       return {
         f: (focus, env, self) => {
           const out: Coll = [];
-          each(bf(focus, env, self), env, sf, (_i, r) => {
-            for (const x of r) out.push(x);
-            return undefined;
-          });
+          for (const item of bf(focus, env, self)) {
+            const one = [item];
+            for (const x of sf(one, env, one)) out.push(x);
+          }
           return out;
         },
         t: s.t,
+        safe: baseSafe && s.safe === true,
       };
     }
     case "allFalse":
@@ -247,6 +277,8 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           return distinct(c).length === c.length ? TRUE : FALSE;
         },
         t: BOOLEAN,
+        safe: baseSafe && equalitySafe(base.t),
+        bool: true,
       };
     case "intersect": {
       needArgs(e, 1);
@@ -263,6 +295,7 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           return out;
         },
         t: base.t,
+        safe: baseSafe && other.safe === true,
       };
     }
     case "startsWith":
@@ -391,6 +424,12 @@ function requireString(t: SType): void {
   if (valueClass(t) !== "string" && t.k !== "untyped") throw new Unsupported("string function on a non-string");
 }
 
+/** Whether the library's deepEqual cannot throw on values of this type (no quantity conversion). */
+function equalitySafe(t: SType): boolean {
+  const c = valueClass(t);
+  return c === "string" || c === "number" || c === "boolean" || c === "object";
+}
+
 function checkEquality(a: SType, b: SType): void {
   const ok = (c: string) => c === "string" || c === "number" || c === "boolean" || c === "object";
   if (!ok(valueClass(a)) || !ok(valueClass(b))) throw new Unsupported("equality on these types");
@@ -478,8 +517,40 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
     case "and":
     case "or":
     case "xor":
-    case "implies":
-      // Both sides are always evaluated: the library does, and reports their errors.
+    case "implies": {
+      const safe = l.safe === true && r.safe === true && l.bool === true && r.bool === true;
+      const operandSafe = (c: Compiled) => c.safe === true && c.bool === true;
+      // The library evaluates both sides and reports their errors; a side
+      // may only be skipped when it cannot raise one.
+      if (operandSafe(r) && op !== "xor") {
+        const decides = op === "or";
+        const result = op === "and" ? FALSE : TRUE;
+        return {
+          f: (focus, env, self) => {
+            const a = toBool(lf(focus, env, self));
+            if (a === decides) return result;
+            return fromBool(logic(op, a, toBool(rf(focus, env, self))));
+          },
+          t: BOOLEAN,
+          safe,
+          bool: true,
+        };
+      }
+      if (operandSafe(l) && op !== "xor") {
+        // The right side decides `and` when false, `or` and `implies` when true.
+        const decides = op !== "and";
+        const result = op === "and" ? FALSE : TRUE;
+        return {
+          f: (focus, env, self) => {
+            const b = toBool(rf(focus, env, self));
+            if (b === decides) return result;
+            return fromBool(logic(op, toBool(lf(focus, env, self)), b));
+          },
+          t: BOOLEAN,
+          safe,
+          bool: true,
+        };
+      }
       return {
         f: (focus, env, self) => {
           const a = toBool(lf(focus, env, self));
@@ -487,7 +558,10 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
           return fromBool(logic(op, a, b));
         },
         t: BOOLEAN,
+        safe,
+        bool: true,
       };
+    }
     case "=":
     case "!=": {
       checkEquality(l.t, r.t);
@@ -498,6 +572,8 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
           return eq === undefined ? EMPTY : eq !== negate ? TRUE : FALSE;
         },
         t: BOOLEAN,
+        safe: l.safe === true && r.safe === true,
+        bool: true,
       };
     }
     case "<":
@@ -524,6 +600,7 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
       checkEquality(l.t, r.t);
       return {
         f: (focus, env, self) => distinct([...lf(focus, env, self), ...rf(focus, env, self)]),
+        safe: l.safe === true && r.safe === true,
         t: JSON.stringify(l.t) === JSON.stringify(r.t) ? l.t : { k: "choice" },
       };
     }
@@ -565,7 +642,7 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
 function compileConst(name: string, scope: Scope): Compiled {
   if (name === "ucum") {
     const c = [UCUM];
-    return { f: () => c, t: STRING };
+    return { f: () => c, t: STRING, safe: true };
   }
   if (name !== "resource" && name !== "rootResource") throw new Unsupported(`%${name}`);
   const owner = name === "resource" ? scope.owner : undefined;
@@ -579,6 +656,7 @@ function compileConst(name: string, scope: Scope): Compiled {
       return [r];
     },
     t: owner !== undefined ? { k: "fhir", code: owner } : { k: "resource" },
+    safe: true,
   };
 }
 
@@ -593,18 +671,18 @@ export function compile(e: Expr, scope: Scope): Compiled {
     case "call":
       return compileCall(e, scope);
     case "this":
-      return { f: (_focus, _env, self) => self, t: scope.self };
+      return { f: (_focus, _env, self) => self, t: scope.self, safe: true };
     case "string": {
       const c = [e.value];
-      return { f: () => c, t: STRING };
+      return { f: () => c, t: STRING, safe: true };
     }
     case "number": {
       const c = [e.value];
-      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" } };
+      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" }, safe: true };
     }
     case "boolean": {
       const c = [e.value];
-      return { f: () => c, t: BOOLEAN };
+      return { f: () => c, t: BOOLEAN, safe: true, bool: true };
     }
     case "const":
       return compileConst(e.name, scope);

@@ -18,6 +18,19 @@ function c(key: string, context: string, node: unknown, expected: boolean, env?:
     : { name, expression: def.expression, context, node, expected };
 }
 
+/** A case for an expression of its own (constructs, error propagation). */
+function x(expression: string, context: string, node: unknown, expected: boolean): HandCase {
+  return {
+    name: `${expression} ${expected ? "holds" : "fails"}: ${JSON.stringify(node).slice(0, 60)}`,
+    expression,
+    context,
+    node,
+    expected,
+  };
+}
+
+const twoGiven = { resourceType: "Patient", active: true, name: [{ given: ["a", "b"] }] };
+
 const obs = (x: object) => ({ resourceType: "Observation", status: "final", code: { text: "x" }, ...x });
 const withContained = { resourceType: "Patient", contained: [{ resourceType: "Organization", id: "o1" }] };
 
@@ -210,4 +223,23 @@ export const HAND_CASES: HandCase[] = [
   c("eld-2", "ElementDefinition", { path: "a", min: 1, max: "1" }, true),
   c("rng-2", "Range", { low: { value: 1, code: "TAB", system: "http://x" }, high: { value: 0, code: "TAB" } }, true),
   c("ext-1", "Extension", { url: "u", _valueString: { id: "a" } }, true),
+  // The library evaluates both operands and reports errors: a decided `or` still fails.
+  x("active.exists() or name.given.startsWith('a')", "Patient", twoGiven, false),
+  x("name.given.startsWith('a') or active.exists()", "Patient", twoGiven, false),
+  x("active.exists() or name.given.first().startsWith('a')", "Patient", twoGiven, true),
+  x("active.exists().not() and name.given.substring(1) = 'x'", "Patient", twoGiven, false),
+  x("active.exists().not() implies name.given.count() = 2", "Patient", twoGiven, true),
+  x("name.given.count() = 2 xor active", "Patient", twoGiven, false),
+  x("name.given.where($this = 'b').exists() and name.given.first() = 'a'", "Patient", twoGiven, true),
+  x("name.given.all($this.startsWith('a'))", "Patient", twoGiven, false),
+  x("name.given.select($this & '!').isDistinct()", "Patient", twoGiven, true),
+  x("(name.given | 'a').count() = 2", "Patient", twoGiven, true),
+  x("name.given.tail().first() in ('b' | 'c')", "Patient", twoGiven, true),
+  x("iif(active, name.given.count() > 1, false)", "Patient", twoGiven, true),
+  x("name.given.exists($this.matches('^b$'))", "Patient", twoGiven, true),
+  x("deceased.exists().not() and multipleBirth.empty()", "Patient", { ...twoGiven, deceasedBoolean: false }, false),
+  x("Patient.name.exists()", "Patient", twoGiven, true),
+  x("birthDate.exists() and birthDate.hasValue()", "Patient", { resourceType: "Patient", birthDate: "2019" }, true),
+  x("birthDate.hasValue()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, false),
+  x("birthDate.exists()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, true),
 ];
