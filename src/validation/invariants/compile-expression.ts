@@ -81,10 +81,12 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
     const { key, shape } = step;
     // Keys are built once here: property lookups with fresh strings are slow.
     const ukey = `_${key}`;
+    // Items of a typed complex or resource collection were checked when navigated to.
+    const trusted = (base.t.k === "fhir" || base.t.k === "resource") && !RESOURCE_TYPES.has(key);
     return {
       f: (focus, env, self) => {
         const input = bf(focus, env, self);
-        return input.length === 0 ? EMPTY : navigate(input, key, ukey, shape, RESOURCE_TYPES);
+        return input.length === 0 ? EMPTY : navigate(input, key, ukey, shape, RESOURCE_TYPES, undefined, trusted);
       },
       t: step.type,
       safe: base.safe === true,
@@ -507,6 +509,22 @@ function logic(op: string, a: boolean | undefined, b: boolean | undefined): bool
   }
 }
 
+/** A rough evaluation cost: syntax nodes, iteration bodies counted thrice. */
+function size(e: Expr): number {
+  switch (e.k) {
+    case "member":
+      return 1 + (e.target ? size(e.target) : 0);
+    case "call":
+      return 1 + (e.target ? size(e.target) : 0) + e.args.reduce((n, a) => n + 3 * size(a), 0);
+    case "binary":
+      return 1 + size(e.left) + size(e.right);
+    case "type":
+      return 1 + size(e.target);
+    default:
+      return 1;
+  }
+}
+
 function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compiled {
   const l = compile(e.left, scope);
   const r = compile(e.right, scope);
@@ -522,7 +540,9 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
       const operandSafe = (c: Compiled) => c.safe === true && c.bool === true;
       // The library evaluates both sides and reports their errors; a side
       // may only be skipped when it cannot raise one.
-      if (operandSafe(r) && op !== "xor") {
+      // With both sides safe, the cheaper one goes first: it may decide alone.
+      const rightFirst = operandSafe(l) && (!operandSafe(r) || size(e.right) < size(e.left));
+      if (operandSafe(r) && op !== "xor" && !rightFirst) {
         const decides = op === "or";
         const result = op === "and" ? FALSE : TRUE;
         return {
@@ -536,7 +556,7 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
           bool: true,
         };
       }
-      if (operandSafe(l) && op !== "xor") {
+      if (rightFirst && op !== "xor") {
         // The right side decides `and` when false, `or` and `implies` when true.
         const decides = op !== "and";
         const result = op === "and" ? FALSE : TRUE;

@@ -81,7 +81,9 @@ function pushValue(out: Coll, v: unknown, ext: unknown, shape: Shape, resourceTy
 /**
  * Child values of `key` (and `ukey`, the interned `_key`) on every item, like the library's
  * makeChildResNodes: `key` and `_key` are paired by index, `null` slots and
- * value-less `_key` entries are kept as items.
+ * value-less `_key` entries are kept as items. `trusted` when the items are
+ * known to be plain objects whose resourceType (if any) is a resource type
+ * name, which an element name never is: typed navigation checked them.
  */
 export function navigate(
   focus: Coll,
@@ -89,17 +91,24 @@ export function navigate(
   ukey: string,
   shape: Shape,
   resourceTypes: ReadonlySet<string>,
-  out: Coll = [],
+  into?: Coll,
+  trusted = false,
 ): Coll {
-  for (const item of focus) {
-    // Navigation from primitives (extension of a primitive) is not compiled.
-    if (!isPlainObject(item)) bail();
-    // The library's legacy rule: an item whose resourceType is the key is itself.
-    if (item.resourceType === key) bail();
+  // Allocated on the first child: most lookups find nothing.
+  let out = into;
+  for (const it of focus) {
+    const item = it as Record<string, unknown>;
+    if (!trusted) {
+      // Navigation from primitives (extension of a primitive) is not compiled.
+      if (!isPlainObject(item)) bail();
+      // The library's legacy rule: an item whose resourceType is the key is itself.
+      if (item.resourceType === key) bail();
+    }
     const v = item[key];
     const u = item[ukey];
     if (v === undefined && u === undefined) continue;
     if ((v === null || v === undefined) && (u === null || u === undefined)) continue;
+    out ??= [];
     if (Array.isArray(v)) {
       const uArr = u as Record<number, unknown> | null | undefined;
       for (let i = 0; i < v.length; i++) pushValue(out, v[i], uArr?.[i], shape, resourceTypes);
@@ -111,7 +120,7 @@ export function navigate(
       pushValue(out, v, u, shape, resourceTypes);
     }
   }
-  return out;
+  return out ?? EMPTY;
 }
 
 /** A choice element's JSON keys: `name` + type suffix, in the library's model order. */
