@@ -13,11 +13,11 @@ import {
   fromBool,
   navigate,
   navigateChoice,
+  primitiveValue,
   Special,
   singletonString,
   TRUE,
   toBool,
-  valueOf,
 } from "./runtime.js";
 import { childStep, RESOURCE_TYPES, type SType, valueClass } from "./static-types.js";
 
@@ -358,7 +358,7 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
           const c = bf(focus, env, self);
           if (c.length === 0) return EMPTY;
           if (c.length > 1) bail();
-          const v = valueOf(c[0]);
+          const v = primitiveValue(c[0]);
           if (typeof v === "string") return [v];
           if (typeof v === "boolean" || (typeof v === "number" && Number.isFinite(v))) return [String(v)];
           return bail();
@@ -415,7 +415,9 @@ function compileIs(base: Compiled, type: string): Compiled {
       const c = bf(focus, env, self);
       if (c.length === 0) return EMPTY;
       if (c.length > 1) bail();
-      return (c[0] as { resourceType: unknown }).resourceType === type ? TRUE : FALSE;
+      const v = c[0];
+      if (v instanceof Special) bail();
+      return (v as { resourceType: unknown }).resourceType === type ? TRUE : FALSE;
     },
     t: BOOLEAN,
   };
@@ -460,7 +462,7 @@ function compileOrder(op: string, l: Compiled, r: Compiled): Compiled {
       const b = rf(focus, env, self);
       if (a.length > 1 || b.length > 1) bail();
       if (a.length === 0 || b.length === 0) return EMPTY;
-      const n = cmp(valueOf(a[0]), valueOf(b[0]));
+      const n = cmp(primitiveValue(a[0]), primitiveValue(b[0]));
       if (n === "objects") return op === "<=" || op === ">=" ? TRUE : FALSE;
       return n === undefined ? EMPTY : test(n) ? TRUE : FALSE;
     },
@@ -646,8 +648,8 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
           const b = rf(focus, env, self);
           if (a.length > 1 || b.length > 1) bail();
           if (a.length === 0 || b.length === 0) return EMPTY;
-          const x = valueOf(a[0]);
-          const y = valueOf(b[0]);
+          const x = primitiveValue(a[0]);
+          const y = primitiveValue(b[0]);
           if (typeof x !== typeof y || (typeof x !== "number" && typeof x !== "string")) bail();
           return [(x as number) + (y as number)];
         },

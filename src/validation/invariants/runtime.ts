@@ -98,7 +98,10 @@ export function navigate(
   let out = into;
   for (const it of focus) {
     const item = it as Record<string, unknown>;
-    if (!trusted) {
+    if (trusted) {
+      // A null element with `_element` data: the library navigates into that data.
+      if (item instanceof Special) bail();
+    } else {
       // Navigation from primitives (extension of a primitive) is not compiled.
       if (!isPlainObject(item)) bail();
       // The library's legacy rule: an item whose resourceType is the key is itself.
@@ -189,7 +192,7 @@ export function plain(v: unknown): unknown {
 }
 
 /** The value of an item for string and ordering operations, which ignore `_element` data. */
-export function valueOf(v: unknown): unknown {
+export function primitiveValue(v: unknown): unknown {
   if (v instanceof Special) return v.value === null ? bail() : v.value;
   return v;
 }
@@ -198,7 +201,7 @@ export function valueOf(v: unknown): unknown {
 export function singletonString(c: Coll): string | undefined {
   if (c.length === 0) return undefined;
   if (c.length > 1) bail();
-  const v = valueOf(c[0]);
+  const v = primitiveValue(c[0]);
   if (typeof v !== "string") bail();
   return v;
 }

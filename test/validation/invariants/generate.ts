@@ -237,6 +237,8 @@ export function mutate(node: unknown, r: Rnd): unknown {
       (old as Record<string, unknown>).reference = pick(r, ["#a", "#p1", "#", "Patient/1"]);
     } else if (op === 8) {
       parent[last] = null;
+      // Now and then keep the old value as the `_element` data the library reads.
+      if (!Array.isArray(parent) && typeof last === "string" && r() < 0.3) parent[`_${last}`] = old;
     }
   }
   return JSON.parse(JSON.stringify(copy));

@@ -242,6 +242,8 @@ export const HAND_CASES: HandCase[] = [
   x("name.given.exists($this.matches('^b$'))", "Patient", twoGiven, true),
   x("deceased.exists().not() and multipleBirth.empty()", "Patient", { ...twoGiven, deceasedBoolean: false }, false),
   x("Patient.name.exists()", "Patient", twoGiven, true),
+  x("code.coding.exists()", "Observation", obs({ code: null, _code: { coding: [{ code: "a" }] } }), true),
+  x("code.coding.exists()", "Observation", obs({ code: null }), false),
   x("birthDate.exists() and birthDate.hasValue()", "Patient", { resourceType: "Patient", birthDate: "2019" }, true),
   x("birthDate.hasValue()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, false),
   x("birthDate.exists()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, true),
