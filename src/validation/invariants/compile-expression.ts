@@ -9,6 +9,7 @@ import {
   distinct,
   EMPTY,
   type Env,
+  FAILS,
   FALSE,
   fromBool,
   navigate,
@@ -385,6 +386,14 @@ function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Compiled {
     case "is":
       needArgs(e, 1);
       return compileIs(base, typeArgument(e.args[0]));
+    case "htmlChecks":
+      // fhirpath.js has no htmlChecks(): it fails with "Not implemented" on any input.
+      return {
+        f: () => {
+          throw FAILS;
+        },
+        t: BOOLEAN,
+      };
     default:
       throw new Unsupported(`function ${e.name}`);
   }

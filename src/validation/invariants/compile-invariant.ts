@@ -2,7 +2,7 @@ import { R4 } from "../r4/definitions.js";
 import { compile, guarded } from "./compile-expression.js";
 import { parseExpression, Unsupported } from "./parse-expression.js";
 import { holds, type ReferenceEval, referenceEvaluator } from "./reference-check.js";
-import { BAIL, type Coll, toBool } from "./runtime.js";
+import { BAIL, type Coll, FAILS, toBool } from "./runtime.js";
 import { contextStaticType, owningResource, RESOURCE_TYPES } from "./static-types.js";
 
 export interface InvariantEnv {
@@ -95,6 +95,7 @@ export function compileInvariant(expression: string, contextType: string): Compi
       const focus = [node];
       return toBool(fast(focus, env, focus)) === true;
     } catch (err) {
+      if (err === FAILS) return false;
       // BAIL, or any unforeseen error: the library decides.
       if (err !== BAIL) unexpected.count++;
       deferred.count++;

@@ -19,6 +19,14 @@ export class Special {
   ) {}
 }
 
+/**
+ * Thrown where the library certainly raises an evaluation error (so the
+ * invariant does not hold). Sound because the library evaluates at least
+ * everything the compiled code does: both operands of every operator and
+ * every iteration body per item.
+ */
+export const FAILS: unique symbol = Symbol("evaluation error in the fhirpath library");
+
 /** Thrown to hand an evaluation over to the fhirpath library. */
 export const BAIL: unique symbol = Symbol("bail to the fhirpath library");
 
@@ -273,6 +281,11 @@ export function collHas(c: Coll, v: unknown): boolean {
 /** Items without repeats (by FHIRPath equality), first occurrence kept. */
 export function distinct(c: Coll): Coll {
   if (c.length < 2) return c;
+  // Plain strings are equal exactly when identical: a Set avoids n² comparisons.
+  if (c.every((x) => typeof x === "string")) {
+    const set = new Set(c);
+    return set.size === c.length ? c : [...set];
+  }
   const out: Coll = [];
   for (const x of c) if (!collHas(out, x)) out.push(x);
   return out;

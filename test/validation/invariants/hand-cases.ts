@@ -244,6 +244,9 @@ export const HAND_CASES: HandCase[] = [
   x("Patient.name.exists()", "Patient", twoGiven, true),
   x("code.coding.exists()", "Observation", obs({ code: null, _code: { coding: [{ code: "a" }] } }), true),
   x("code.coding.exists()", "Observation", obs({ code: null }), false),
+  // fhirpath.js does not implement htmlChecks(): an evaluation error, so txt-1 and txt-2 never hold.
+  c("txt-1", "xhtml", '<div xmlns="http://www.w3.org/1999/xhtml">ok</div>', false),
+  x("htmlChecks() or true", "xhtml", "<div/>", false),
   x("birthDate.exists() and birthDate.hasValue()", "Patient", { resourceType: "Patient", birthDate: "2019" }, true),
   x("birthDate.hasValue()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, false),
   x("birthDate.exists()", "Patient", { resourceType: "Patient", _birthDate: { extension: [{ url: "u" }] } }, true),
