@@ -444,8 +444,8 @@ function equalitySafe(t: SType): boolean {
 }
 
 function checkEquality(a: SType, b: SType): void {
-  const ok = (c: string) => c === "string" || c === "number" || c === "boolean" || c === "object";
-  if (!ok(valueClass(a)) || !ok(valueClass(b))) throw new Unsupported("equality on these types");
+  const ok = (t: SType) => equalitySafe(t) || (t.k === "choice" && t.eqSafe === true);
+  if (!ok(a) || !ok(b)) throw new Unsupported("equality on these types");
 }
 
 function compileOrder(op: string, l: Compiled, r: Compiled): Compiled {
@@ -632,7 +632,7 @@ function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compile
       return {
         f: (focus, env, self) => distinct([...lf(focus, env, self), ...rf(focus, env, self)]),
         safe: l.safe === true && r.safe === true,
-        t: JSON.stringify(l.t) === JSON.stringify(r.t) ? l.t : { k: "choice" },
+        t: JSON.stringify(l.t) === JSON.stringify(r.t) ? l.t : { k: "choice", eqSafe: true },
       };
     }
     case "&": {

@@ -13,8 +13,11 @@ export type SType =
   | { k: "fhir"; code: string }
   /** Any concrete resource; the runtime value is checked to carry a known resourceType. */
   | { k: "resource" }
-  /** One of several types (a choice element): only existence is compiled. */
-  | { k: "choice" }
+  /**
+   * One of several types (a choice element, a mixed union): only existence
+   * is compiled, and equality when every member type allows it (`eqSafe`).
+   */
+  | { k: "choice"; eqSafe?: true }
   /** Data the model does not describe: the library navigates it by plain keys, untyped. */
   | { k: "untyped" }
   /** A FHIRPath system value computed by the expression. */
