@@ -320,6 +320,7 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
           throw FAILS;
         },
         t: BOOLEAN,
+        fails: e.target === undefined,
       };
     default:
       throw new Unsupported(`function ${e.name}`);

@@ -69,20 +69,25 @@ export function compileInvariant(expression: string, contextType: string): Compi
     return holds(() => ref(node, env));
   };
   let f: ((focus: Coll, env: InvariantEnv, self: Coll) => Coll) | undefined;
+  let fails = false;
   guarded.value = false;
   try {
     const root = contextStaticType(contextType);
-    f = compile(parseExpression(expression), {
+    const compiled = compile(parseExpression(expression), {
       focus: root,
       self: root,
       contextType,
       inParams: false,
       owner: owningResource(contextType),
-    }).f;
+    });
+    f = compiled.f;
+    fails = compiled.fails === true;
   } catch (err) {
     if (!(err instanceof Unsupported)) throw err;
   }
   if (f === undefined) return { check: byLibrary, compiled: false, guarded: false };
+  // The whole expression is one the library cannot evaluate (htmlChecks()).
+  if (fails) return { check: () => false, compiled: true, guarded: false };
   const isGuarded = guarded.value;
   const fast = f;
   const fits = rootGuard(contextType);

@@ -20,6 +20,8 @@ export interface Compiled {
   safe?: boolean;
   /** The result is always empty or one boolean. */
   bool?: boolean;
+  /** The library fails evaluating this on any input. */
+  fails?: boolean;
 }
 
 /** Set when some iteration body is left to the library (only reached on non-empty input). */
