@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { formatProblem, readYamlFile } from "../config/yaml-file.js";
 import { compilePath } from "../fhir/fhirpath.js";
+import { compileInvariant } from "../validation/invariants/compile-invariant.js";
 import { DEFAULT_OPERATIONS } from "./default-operations.js";
 import type { Operation, OperationSpec } from "./operation.js";
 
@@ -48,7 +49,12 @@ function compileOperation(spec: OperationSpec): Operation {
     compiled[type] = checks.map((check) => {
       const result = compilePath(check.fhirpath);
       if (!result.ok) throw new Error(`${spec.id}: focus check "${check.fhirpath}" does not compile: ${result.reason}`);
-      return { ...check, evaluate: result.evaluate };
+      // Run by the compiled FHIRPath of the validator: the check holds when it is exactly true.
+      const { outcome } = compileInvariant(check.fhirpath, type);
+      return {
+        ...check,
+        holds: (resource: unknown) => outcome(resource, { resource, rootResource: resource }) === "true",
+      };
     });
   }
   return { ...spec, aliases: [...spec.aliases], focus: { ...spec.focus, compiled } };

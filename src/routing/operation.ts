@@ -1,4 +1,3 @@
-import type { CompiledPath } from "../fhir/fhirpath.js";
 import type { IssueCode } from "../fhir/outcome.js";
 
 export type Area = "patient-profile" | "drug-orders" | "health-programs";
@@ -43,6 +42,6 @@ export interface OperationSpec {
 /** A catalogue row ready for routing: checks compiled once. */
 export interface Operation extends Omit<OperationSpec, "focus"> {
   focus: OperationSpec["focus"] & {
-    compiled: Record<string, Array<Requirement & { evaluate: CompiledPath }>>;
+    compiled: Record<string, Array<Requirement & { holds(resource: unknown): boolean }>>;
   };
 }

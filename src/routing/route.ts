@@ -1,5 +1,5 @@
 import type { EntryRef, Message } from "../envelope/message.js";
-import { type CompiledPath, compilePath, test } from "../fhir/fhirpath.js";
+import { type CompiledPath, compilePath } from "../fhir/fhirpath.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { Catalogue } from "./catalogue.js";
 import type { Operation } from "./operation.js";
@@ -95,8 +95,8 @@ function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]
   }
   for (const entry of focus) {
     for (const check of compiled[entry.resource.resourceType] ?? []) {
-      const result = test(check.evaluate, entry.resource);
-      if (!result.holds) issues.push(issue(check.code, check.says, nearestPresent(entry, check.element)));
+      if (!check.holds(entry.resource))
+        issues.push(issue(check.code, check.says, nearestPresent(entry, check.element)));
     }
   }
   return { focus: focus.filter((e) => types.includes(e.resource.resourceType)), issues };

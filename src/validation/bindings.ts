@@ -65,8 +65,7 @@ const vsName = (url: string) => url.replace("http://hl7.org/fhir/ValueSet/", "")
 export function bindingProblems(type: string, value: unknown, binding: Binding): BindingProblem[] {
   const vs = expansion(binding.valueSet);
   if (!vs) return [];
-  const where = `the ${binding.strength} value set ${vsName(binding.valueSet)}`;
-  if (type === "Coding") return isObject(value) ? codingProblems(value, vs, where, ".code", true) : [];
+  if (type === "Coding") return isObject(value) ? codingProblems(value, vs, binding, -1, true) : [];
   if (type === "CodeableConcept") {
     if (!isObject(value)) return [];
     const codings = Array.isArray(value.coding) ? value.coding : [];
@@ -75,7 +74,7 @@ export function bindingProblems(type: string, value: unknown, binding: Binding):
     codings.forEach((coding: unknown, i: number) => {
       if (!isObject(coding)) return;
       if (typeof coding.system === "string" && vs.bySystem.has(coding.system)) {
-        const own = codingProblems(coding, vs, where, `.coding[${i}].code`, false);
+        const own = codingProblems(coding, vs, binding, i, false);
         if (own.length === 0) fromSet = true;
         problems.push(...own);
       }
@@ -85,7 +84,7 @@ export function bindingProblems(type: string, value: unknown, binding: Binding):
       return [
         {
           at: "",
-          says: `none of its codings is from ${where}; add a coding of ${[...vs.bySystem.keys()].join(" or ")} with one of: ${vs.listed}.`,
+          says: `none of its codings is from ${where(binding)}; add a coding of ${[...vs.bySystem.keys()].join(" or ")} with one of: ${vs.listed}.`,
         },
       ];
     }
@@ -93,14 +92,18 @@ export function bindingProblems(type: string, value: unknown, binding: Binding):
   }
   // code, string, uri: the value itself.
   if (typeof value !== "string" || vs.all.has(value)) return [];
-  return [{ at: "", says: `${JSON.stringify(value)} is not in ${where}; allowed: ${vs.listed}.` }];
+  return [{ at: "", says: `${JSON.stringify(value)} is not in ${where(binding)}; allowed: ${vs.listed}.` }];
 }
 
+/** In words, for diagnostics (built only when something is wrong: most codes are fine). */
+const where = (binding: Binding) => `the ${binding.strength} value set ${vsName(binding.valueSet)}`;
+
+/** A Coding's problem with the value set; `index` is its place in a CodeableConcept's `coding` (-1: a bare Coding). */
 function codingProblems(
   coding: Record<string, unknown>,
   vs: Expansion,
-  where: string,
-  at: string,
+  binding: Binding,
+  index: number,
   needSystem: boolean,
 ): BindingProblem[] {
   const { system, code } = coding;
@@ -111,10 +114,10 @@ function codingProblems(
   const systems = [...vs.bySystem.keys()].join(" or ");
   return [
     {
-      at,
+      at: index < 0 ? ".code" : `.coding[${index}].code`,
       says: codes
-        ? `${JSON.stringify(code)} is not in ${where}; allowed codes of ${system}: ${[...codes].join(", ")}.`
-        : `the coding (system ${JSON.stringify(system ?? null)}) is not from ${where}; use ${systems} with one of: ${vs.listed}.`,
+        ? `${JSON.stringify(code)} is not in ${where(binding)}; allowed codes of ${system}: ${[...codes].join(", ")}.`
+        : `the coding (system ${JSON.stringify(system ?? null)}) is not from ${where(binding)}; use ${systems} with one of: ${vs.listed}.`,
     },
   ];
 }

@@ -26,6 +26,10 @@ export interface Slot {
   invariants: Invariant[];
   /** Whether the value is XHTML (Narrative.div), checked for txt-1/txt-2 natively. */
   xhtml: boolean;
+  /** Data types with checks of their own beyond R4's element table. */
+  special?: "Reference" | "Identifier" | "Coding";
+  /** The compiled value type, once first needed. */
+  child?: CompiledType;
 }
 
 /** A resource, data type or backbone element compiled for the walk. */
@@ -33,8 +37,8 @@ export interface CompiledType {
   key: string;
   /** JSON key → slot (choice elements have one key per type: valueQuantity, valueString, …). */
   slots: Map<string, Slot>;
-  /** Elements with min ≥ 1: their name and every JSON key that satisfies them. */
-  required: Array<{ name: string; min: number; keys: string[] }>;
+  /** Elements with min ≥ 1: their name, their JSON keys, and every key whose presence satisfies them (`_x` too). */
+  required: Array<{ name: string; min: number; keys: string[]; present: string[] }>;
   /** Element names, for "did you mean" and for naming a choice element used without its type. */
   names: string[];
   invariants: Invariant[];
@@ -109,11 +113,13 @@ function compile(key: string): CompiledType {
         xhtml: code === "xhtml",
       };
       if (R4.primitives[ref.code]) slot.primitive = primitiveCheck(ref.code);
+      if (code === "Reference" || code === "Identifier" || code === "Coding") slot.special = code;
       if (ref.targets) slot.targets = ref.targets;
       if (element.binding) slot.binding = element.binding;
       slots.set(jsonKey, slot);
     }
-    if (element.min > 0) required.push({ name, min: element.min, keys });
+    if (element.min > 0)
+      required.push({ name, min: element.min, keys, present: [...keys, ...keys.map((k) => `_${k}`)] });
   }
   return { key, slots, required, names: Object.keys(def.elements), invariants: typeInvariants };
 }

@@ -30,6 +30,7 @@ export function validateMessage(bundle: Record<string, unknown>, policy: Validat
     return { errors: validateResource(bundle, { ...base, mode: "shape", emiratesIdCheck: "off" }), warnings: [] };
   }
   const all = validateResource(bundle, { ...base, mode: "full" });
+  if (all.length === 0) return { errors: all, warnings: [] };
   const errors = all.filter((i) => i.severity === "error" || i.severity === "fatal");
   const warnings = all.filter((i) => i.severity === "warning" || i.severity === "information");
   if (policy.validation === "strict") return { errors, warnings };

@@ -58,6 +58,7 @@ class Walk {
   }
 
   finish(): Issue[] {
+    if (this.#issues.length === 0) return this.#issues;
     // An error at a node says more than a warning about the same node (an unknown code under a required binding, say).
     const errorAt = new Set(this.#issues.filter((i) => i.severity === "error").map((i) => i.expression?.[0]));
     return this.#issues.filter((i) => i.severity === "error" || !errorAt.has(i.expression?.[0]));
@@ -110,13 +111,12 @@ class Walk {
           );
         } else seenChoice.set(slot.name, key);
       }
-      const at = `${path}.${key}`;
       if (slot.repeating) {
         if (!Array.isArray(child)) {
           this.#add(
             "structure",
             `${label}.${key} repeats in R4 and must be a JSON array (wrap a single value in [ ]), found ${describe(child)}.`,
-            at,
+            `${path}.${key}`,
           );
           continue;
         }
@@ -128,27 +128,31 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${key} allows at most ${slot.element.max} values, found ${child.length}.`,
-            at,
+            `${path}.${key}`,
           );
         }
-        const extensions = value[`_${key}`];
         for (let i = 0; i < child.length; i++) {
           const item = child[i];
           if (item === null) {
             // null holds a place only where the `_` array carries that item's extensions.
+            const extensions = value[`_${key}`];
             if (!(slot.primitive && Array.isArray(extensions) && isObject(extensions[i]))) {
-              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, at);
+              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, `${path}.${key}`);
             }
             continue;
           }
-          this.#value(item, slot, `${at}[${i}]`, env, `${label}.${key}`);
+          this.#value(item, slot, path, key, i, env, label);
         }
       } else if (Array.isArray(child)) {
-        this.#add("structure", `${label}.${key} does not repeat in R4: give a single value, not an array.`, at);
+        this.#add(
+          "structure",
+          `${label}.${key} does not repeat in R4: give a single value, not an array.`,
+          `${path}.${key}`,
+        );
       } else if (child === null) {
         this.#add("structure", `${label}.${key} is null; JSON null is not a FHIR value (leave the element out).`, path);
       } else {
-        this.#value(child, slot, at, env, `${label}.${key}`);
+        this.#value(child, slot, path, key, -1, env, label);
       }
     }
     if (!full) return;
@@ -156,7 +160,7 @@ class Walk {
       this.#add("structure", `${label} is empty: an element must have a value or children (ele-1).`, path);
     }
     for (const req of type.required) {
-      if (!req.keys.some((k) => value[k] !== undefined || value[`_${k}`] !== undefined)) {
+      if (!hasAny(value, req.present)) {
         const names = req.keys.length > 1 ? `${req.name}[x] (${req.keys.join(", ")})` : req.name;
         this.#add("required", `${label}.${names} is required (at least ${req.min}) but missing.`, path);
       }
@@ -164,24 +168,37 @@ class Walk {
     this.#invariants(type.invariants, value, path, env);
   }
 
-  #value(value: unknown, slot: Slot, path: string, env: InvariantEnv, label: string): void {
+  /**
+   * The value of `owner`'s element `key` (item `index` of it, or -1 for a single value) under `parent`. Paths and
+   * names are joined only when a problem needs them or a child object is walked: most values are valid primitives.
+   */
+  #value(value: unknown, slot: Slot, parent: string, key: string, index: number, env: InvariantEnv, owner: string) {
     const full = this.#full;
     if (slot.primitive) {
       const problem = slot.primitive(value);
       if (problem) {
-        if (full || problem.code === "structure") this.#add(problem.code, `${label} ${problem.says}`, path);
+        if (full || problem.code === "structure") {
+          this.#add(problem.code, `${owner}.${key} ${problem.says}`, pathOf(parent, key, index));
+        }
         return;
       }
       if (!full) return;
-      if (slot.binding) this.#binding(slot, value, path, label);
+      if (slot.binding) this.#binding(slot, value, parent, key, index, owner);
       if (slot.xhtml && typeof value === "string") {
-        for (const p of xhtmlProblems(value)) this.#add("invariant", `${label}: ${p.says}`, path);
+        for (const p of xhtmlProblems(value)) {
+          this.#add("invariant", `${owner}.${key}: ${p.says}`, pathOf(parent, key, index));
+        }
       }
-      this.#invariants(slot.invariants, value, path, env);
+      if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, pathOf(parent, key, index), env);
       return;
     }
+    const path = pathOf(parent, key, index);
     if (!isObject(value)) {
-      this.#add("structure", `${label} must be a JSON object (FHIR ${slot.type}), found ${describe(value)}.`, path);
+      this.#add(
+        "structure",
+        `${owner}.${key} must be a JSON object (FHIR ${slot.type}), found ${describe(value)}.`,
+        path,
+      );
       return;
     }
     if (slot.type === "Resource") {
@@ -189,7 +206,7 @@ class Walk {
       if (typeof rt !== "string" || !isResourceType(rt)) {
         this.#add(
           "structure",
-          `${label}: ${describeType(rt)} is not an R4 resource type; every resource needs a known resourceType.`,
+          `${owner}.${key}: ${describeType(rt)} is not an R4 resource type; every resource needs a known resourceType.`,
           path,
         );
         return;
@@ -200,20 +217,21 @@ class Walk {
       return;
     }
     if (slot.type === "Bundle.entry" && typeof value.fullUrl === "string") this.#entryUrl = value.fullUrl;
-    this.#object(value, compiledType(slot.type), path, env, full ? typeLabel(slot.type) : label);
+    slot.child ??= compiledType(slot.type);
+    this.#object(value, slot.child, path, env, slot.type);
     if (!full) return;
-    if (slot.binding) this.#binding(slot, value, path, label);
-    this.#invariants(slot.invariants, value, path, env);
-    switch (slot.type) {
+    if (slot.binding) this.#binding(slot, value, parent, key, index, owner);
+    if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, path, env);
+    switch (slot.special) {
       case "Reference":
-        this.#reference(value, slot, path, label);
+        this.#reference(value, slot, path, `${owner}.${key}`);
         break;
       case "Identifier":
         this.#emiratesId(value, path);
         break;
       case "Coding": {
         const unknown = unknownCodeOf(value);
-        if (unknown) this.#add("code-invalid", `${label}: ${unknown}`, `${path}.code`, "warning");
+        if (unknown) this.#add("code-invalid", `${owner}.${key}: ${unknown}`, `${path}.code`, "warning");
         break;
       }
     }
@@ -275,10 +293,14 @@ class Walk {
     );
   }
 
-  #binding(slot: Slot, value: unknown, path: string, label: string): void {
+  #binding(slot: Slot, value: unknown, parent: string, key: string, index: number, owner: string): void {
     const binding = slot.binding;
     if (!binding) return;
-    for (const p of bindingProblems(slot.type, value, binding)) {
+    const problems = bindingProblems(slot.type, value, binding);
+    if (problems.length === 0) return;
+    const path = pathOf(parent, key, index);
+    const label = `${owner}.${key}`;
+    for (const p of problems) {
       this.#add(
         "code-invalid",
         `${label}${p.at}: ${p.says}`,
@@ -322,9 +344,14 @@ class Walk {
   }
 }
 
-/** Backbone element paths read as they are (`Observation.component`); data types by name. */
-function typeLabel(type: string): string {
-  return type;
+function hasAny(value: Record<string, unknown>, keys: readonly string[]): boolean {
+  for (const k of keys) if (value[k] !== undefined) return true;
+  return false;
+}
+
+/** The FHIRPath of item `index` (-1: the single value) of element `key` under `parent`. */
+function pathOf(parent: string, key: string, index: number): string {
+  return index < 0 ? `${parent}.${key}` : `${parent}.${key}[${index}]`;
 }
 
 /** The element name closest to a misspelt one (edit distance ≤ 2), for "did you mean". */

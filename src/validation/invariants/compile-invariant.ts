@@ -1,5 +1,6 @@
 import { R4 } from "../r4/definitions.js";
 import { compile, guarded } from "./compile-expression.js";
+import { footprint } from "./footprint.js";
 import { parseExpression, Unsupported } from "./parse-expression.js";
 import { type Outcome, outcomeOf, type ReferenceEval, referenceEvaluator } from "./reference-check.js";
 import { BAIL, type Coll, FAILS, toBool } from "./runtime.js";
@@ -35,6 +36,14 @@ export const deferred = { count: 0 };
 
 /** Errors other than BAIL raised by compiled closures (a bug if ever non-zero; tests assert it). */
 export const unexpected = { count: 0 };
+
+/** The outcome on a node with no members (a resource: only its resourceType); undefined for a primitive context. */
+function vacuousOutcome(outcome: (node: unknown, env: InvariantEnv) => Outcome, contextType: string) {
+  if (R4.types[contextType]?.kind === "primitive-type") return undefined;
+  const empty = RESOURCE_TYPES.has(contextType) ? { resourceType: contextType } : {};
+  const result = outcome(empty, { resource: empty, rootResource: empty });
+  return result === "error" ? undefined : result;
+}
 
 /** Whether `node` has the JSON shape the library would type as `contextType`. */
 function rootGuard(contextType: string): (node: unknown) => boolean {
@@ -84,10 +93,13 @@ export function compileInvariant(expression: string, contextType: string): Compi
       outcome(node, env) !== "false";
   let f: ((focus: Coll, env: InvariantEnv, self: Coll) => Coll) | undefined;
   let fails = false;
+  let reads: string[] | undefined;
   guarded.value = false;
   try {
     const root = contextStaticType(contextType);
-    const compiled = compile(parseExpression(expression), {
+    const parsed = parseExpression(expression);
+    reads = footprint(parsed, contextType);
+    const compiled = compile(parsed, {
       focus: root,
       self: root,
       contextType,
@@ -122,5 +134,22 @@ export function compileInvariant(expression: string, contextType: string): Compi
       return byLibrary(node, env);
     }
   };
-  return { check: checkOf(outcome), outcome, compiled: true, guarded: isGuarded };
+  const vacuous = reads && vacuousOutcome(outcome, contextType);
+  if (!reads || vacuous === undefined) return { check: checkOf(outcome), outcome, compiled: true, guarded: isGuarded };
+  // A node that has none of the members the expression reads gets the result of a node that has none at all.
+  const keys = reads;
+  const skipping = (node: unknown, env: InvariantEnv): Outcome => {
+    if (typeof node === "object" && node !== null) {
+      let absent = true;
+      for (const k of keys) {
+        if ((node as Record<string, unknown>)[k] !== undefined) {
+          absent = false;
+          break;
+        }
+      }
+      if (absent) return vacuous;
+    }
+    return outcome(node, env);
+  };
+  return { check: checkOf(skipping), outcome: skipping, compiled: true, guarded: isGuarded };
 }
