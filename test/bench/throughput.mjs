@@ -1,7 +1,8 @@
 // Benchmark section: throughput and latency of add-allergy, the sandbox
 // (journal on, one shipped scenario file) against a bare Hono app answering a
-// canned response, at 10 and 50 connections. A third server adds the durable
-// journal (--journal-file), which writes each call to disk as it completes.
+// canned response, at 10 and 50 connections. A third server skips R4 validation
+// (--validation off), a fourth adds the durable journal (--journal-file), which
+// writes each call to disk as it completes.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -56,6 +57,11 @@ export const throughput = {
           spec: () => ({ kind: "sandbox", scenarios: SCENARIO_FILE }),
         },
         {
+          label: "off",
+          name: "sandbox, --validation off",
+          spec: () => ({ kind: "sandbox", scenarios: SCENARIO_FILE, options: { validation: "off" } }),
+        },
+        {
           label: "file",
           name: "sandbox + --journal-file",
           spec: () => ({
@@ -96,6 +102,8 @@ export const throughput = {
         "| ratio | connections | requests/s | p50 latency | p99 latency |",
         "|---|---|---|---|---|",
         ...CONNECTIONS.map((c) => ratioRow(c, "sandbox", "bare", "sandbox / bare Hono")),
+        ...CONNECTIONS.map((c) => ratioRow(c, "off", "bare", "sandbox --validation off / bare Hono")),
+        ...CONNECTIONS.map((c) => ratioRow(c, "sandbox", "off", "sandbox (strict R4 validation) / --validation off")),
         ...CONNECTIONS.map((c) => ratioRow(c, "file", "sandbox", "sandbox + journal file / sandbox")),
         "",
         "| server | connections | requests/s | p50 ms | p99 ms | max ms |",
