@@ -5,10 +5,13 @@
  * image, and uses no scripts, forms, frames, objects, document-level elements
  * or event attributes.
  */
-const ROOT = /^\s*<div\b[^>]*\bxmlns\s*=\s*["']http:\/\/www\.w3\.org\/1999\/xhtml["'][^>]*>[\s\S]*<\/div>\s*$/;
+// Every expression here runs in linear time on hostile input: no quantified part can re-scan another's text.
+const OPENING = /^\s*<div\b([^<>]*)>/;
+const XMLNS = /\bxmlns\s*=\s*["']http:\/\/www\.w3\.org\/1999\/xhtml["']/;
 const FORBIDDEN_ELEMENT =
   /<\s*(script|style|head|body|html|form|input|button|select|textarea|iframe|frame|frameset|object|embed|applet|base|link|meta|title)\b/i;
-const EVENT_ATTRIBUTE = /<[^>]*\son[a-z]+\s*=/i;
+const EVENT_ATTRIBUTE = /<[^<>]*\son[a-z]+\s*=/i;
+const TAG = /<[^<>]*>/g;
 
 export interface XhtmlProblem {
   key: "txt-1" | "txt-2";
@@ -18,7 +21,8 @@ export interface XhtmlProblem {
 /** Problems of a Narrative.div value, each under the invariant it breaks. */
 export function xhtmlProblems(div: string): XhtmlProblem[] {
   const problems: XhtmlProblem[] = [];
-  if (!ROOT.test(div)) {
+  const opening = OPENING.exec(div);
+  if (!opening || !XMLNS.test(opening[1] ?? "") || !div.trimEnd().endsWith("</div>")) {
     problems.push({
       key: "txt-1",
       says: 'txt-1: The narrative must be a <div xmlns="http://www.w3.org/1999/xhtml"> element holding XHTML.',
@@ -34,7 +38,7 @@ export function xhtmlProblems(div: string): XhtmlProblem[] {
   if (EVENT_ATTRIBUTE.test(div)) {
     problems.push({ key: "txt-1", says: "txt-1: The narrative SHALL NOT use event attributes such as onclick." });
   }
-  const text = div.replace(/<[^>]*>/g, "").replace(/&nbsp;|&#160;/g, " ");
+  const text = div.replace(TAG, "").replace(/&nbsp;|&#160;/g, " ");
   if (text.trim() === "" && !/<img\b/i.test(div)) {
     problems.push({ key: "txt-2", says: "txt-2: The narrative SHALL have some non-whitespace content." });
   }
