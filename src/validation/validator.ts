@@ -42,6 +42,9 @@ function describeType(type: unknown): string {
   return typeof type === "string" ? `resourceType ${JSON.stringify(type)}` : "A missing resourceType";
 }
 
+/** Most problems one answer lists. */
+export const MAX_ISSUES = 1_000;
+
 class Walk {
   readonly #issues: Issue[] = [];
   readonly #full: boolean;
@@ -61,7 +64,19 @@ class Walk {
     if (this.#issues.length === 0) return this.#issues;
     // An error at a node says more than a warning about the same node (an unknown code under a required binding, say).
     const errorAt = new Set(this.#issues.filter((i) => i.severity === "error").map((i) => i.expression?.[0]));
-    return this.#issues.filter((i) => i.severity === "error" || !errorAt.has(i.expression?.[0]));
+    const issues = this.#issues.filter((i) => i.severity === "error" || !errorAt.has(i.expression?.[0]));
+    if (issues.length <= MAX_ISSUES) return issues;
+    // A 1 MiB message of tiny mistakes would otherwise be answered with tens of megabytes.
+    const kept = issues.slice(0, MAX_ISSUES);
+    kept.push(
+      issue(
+        "too-costly",
+        `${issues.length - MAX_ISSUES} more problems are not listed: the sandbox reports the first ${MAX_ISSUES}. Fix these and send the message again.`,
+        undefined,
+        kept.some((i) => i.severity === "error") ? "error" : "warning",
+      ),
+    );
+    return kept;
   }
 
   #add(code: IssueCode, diagnostics: string, path: string, severity: IssueSeverity = "error"): void {

@@ -18,3 +18,20 @@ describe("base64Binary", () => {
     expect(primitiveCheck("base64Binary")(hostile)).toMatchObject({ code: "value" });
   });
 });
+
+describe("a message of many mistakes", () => {
+  it("is answered with the first 1,000 problems and a count of the rest, not megabytes", async () => {
+    const { createApp } = await import("../../src/app.js");
+    const { messageBundle, post } = await import("../support/messages.js");
+    const unknown = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`x${i}`, 1]));
+    const reply = await post(
+      createApp().app,
+      messageBundle("view-patient-profile", [{ resourceType: "Patient", id: "p1", ...unknown } as never]),
+    );
+    expect(reply.status).toBe(400);
+    const issues = reply.body.issue as Array<{ code: string; diagnostics: string }>;
+    expect(issues).toHaveLength(1_001);
+    expect(issues.at(-1)).toMatchObject({ code: "too-costly" });
+    expect(issues.at(-1)?.diagnostics).toMatch(/^4000 more problems/);
+  });
+});
