@@ -3,27 +3,24 @@ import { createHash } from "node:crypto";
 /** Bundle elements that may differ between a message and its exact resend (CONTRACT §5). */
 const VOLATILE = new Set(["id", "timestamp", "meta"]);
 
-/** Appends the canonical JSON of `value` to `out`: object keys sorted, arrays in order, no whitespace. */
-function canonical(value: unknown, out: string[]): void {
+/** The canonical JSON of `value`: object keys sorted, arrays in order, no whitespace (one string, built once). */
+function canonical(value: unknown): string {
   if (Array.isArray(value)) {
-    out.push("[");
-    value.forEach((item, i) => {
-      if (i > 0) out.push(",");
-      canonical(item, out);
-    });
-    out.push("]");
-  } else if (value !== null && typeof value === "object") {
-    out.push("{");
+    let out = "[";
+    for (let i = 0; i < value.length; i++) out += (i > 0 ? "," : "") + canonical(value[i]);
+    return `${out}]`;
+  }
+  if (value !== null && typeof value === "object") {
     const record = value as Record<string, unknown>;
-    Object.keys(record)
-      .sort()
-      .forEach((key, i) => {
-        if (i > 0) out.push(",");
-        out.push(JSON.stringify(key), ":");
-        canonical(record[key], out);
-      });
-    out.push("}");
-  } else out.push(JSON.stringify(value) ?? "null");
+    const keys = Object.keys(record).sort();
+    let out = "{";
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i] as string;
+      out += `${i > 0 ? "," : ""}${JSON.stringify(key)}:${canonical(record[key])}`;
+    }
+    return `${out}}`;
+  }
+  return JSON.stringify(value) ?? "null";
 }
 
 /**
@@ -40,7 +37,5 @@ function canonical(value: unknown, out: string[]): void {
 export function messageFingerprint(bundle: Record<string, unknown>): string {
   const content: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(bundle)) if (!VOLATILE.has(key)) content[key] = value;
-  const out: string[] = [];
-  canonical(content, out);
-  return createHash("sha256").update(out.join("")).digest("base64");
+  return createHash("sha256").update(canonical(content)).digest("base64");
 }
