@@ -26,6 +26,8 @@ export interface Slot {
   invariants: Invariant[];
   /** Whether the value is XHTML (Narrative.div), checked for txt-1/txt-2 natively. */
   xhtml: boolean;
+  /** A canonical, uri or url: a "#id" value refers to a contained resource (dom-3). */
+  localReference: boolean;
   /** Data types with checks of their own beyond R4's element table. */
   special?: "Reference" | "Identifier" | "Coding";
   /** The compiled value type, once first needed. */
@@ -111,6 +113,7 @@ function compile(key: string): CompiledType {
           .filter((id) => !typeConstraints.has(id))
           .flatMap((id) => invariant(id, code) ?? []),
         xhtml: code === "xhtml",
+        localReference: code === "canonical" || code === "uri" || code === "url",
       };
       if (R4.primitives[ref.code]) slot.primitive = primitiveCheck(ref.code);
       if (code === "Reference" || code === "Identifier" || code === "Coding") slot.special = code;

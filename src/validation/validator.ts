@@ -3,7 +3,6 @@ import { isObject } from "../envelope/json.js";
 import { type Issue, type IssueCode, type IssueSeverity, issue } from "../fhir/outcome.js";
 import { bindingProblems, unknownCodeOf } from "./bindings.js";
 import { type CompiledType, compiledType, type Slot } from "./compiled-types.js";
-import { unreferencedContained } from "./contained.js";
 import type { InvariantEnv } from "./invariants/compile-invariant.js";
 import { describe } from "./primitives.js";
 import { isResourceType } from "./r4/definitions.js";
@@ -51,6 +50,10 @@ class Walk {
   readonly #references: BundleReferences | undefined;
   /** fullUrl of the Bundle entry being walked: relative references resolve against it. */
   #entryUrl: string | undefined;
+  /** For a resource with contained ones (dom-3): the local references met in it, and the contained ones that refer back. */
+  #local: { references: Set<string>; toContainer: Set<string> } | undefined;
+  /** The id of the contained resource being walked. */
+  #containedId: string | undefined;
 
   constructor(
     private readonly options: ValidatorOptions,
@@ -62,9 +65,17 @@ class Walk {
 
   finish(): Issue[] {
     if (this.#issues.length === 0) return this.#issues;
-    // An error at a node says more than a warning about the same node (an unknown code under a required binding, say).
-    const errorAt = new Set(this.#issues.filter((i) => i.severity === "error").map((i) => i.expression?.[0]));
-    const issues = this.#issues.filter((i) => i.severity === "error" || !errorAt.has(i.expression?.[0]));
+    // A code outside a required value set is also unknown to its code system: one problem, reported once, as the error.
+    const codeErrorAt = new Set(
+      this.#issues.filter((i) => i.severity === "error" && i.code === "code-invalid").map((i) => i.expression?.[0]),
+    );
+    const issues = this.#issues.filter(
+      (i) =>
+        i.severity === "error" ||
+        i.code !== "code-invalid" ||
+        i.expression === undefined ||
+        !codeErrorAt.has(i.expression[0]),
+    );
     if (issues.length <= MAX_ISSUES) return issues;
     // A 1 MiB message of tiny mistakes would otherwise be answered with tens of megabytes.
     const kept = issues.slice(0, MAX_ISSUES);
@@ -86,16 +97,47 @@ class Walk {
   /** A resource at `path`; `root` when it starts a new %rootResource (not a contained one). */
   resource(value: Record<string, unknown>, type: string, path: string, outer: InvariantEnv | undefined, root: boolean) {
     const env: InvariantEnv = { resource: value, rootResource: root || !outer ? value : outer.rootResource };
-    this.#object(value, compiledType(type), path, env, type);
-    if (this.#full && value.contained !== undefined) {
-      for (const id of unreferencedContained(value)) {
-        this.#add(
-          "invariant",
-          `dom-3: the contained resource "${id}" is not referred to from elsewhere in the ${type} ("#${id}"); a contained resource SHALL be referred to from its container or refer to it.`,
-          path,
-        );
-      }
+    if (!root) {
+      // A contained resource: its local references count for its container (dom-3 reads %resource.descendants()).
+      const saved = this.#containedId;
+      this.#containedId = typeof value.id === "string" ? value.id : undefined;
+      this.#object(value, compiledType(type), path, env, type);
+      this.#containedId = saved;
+      return;
     }
+    const saved = this.#local;
+    this.#local = value.contained !== undefined ? { references: new Set(), toContainer: new Set() } : undefined;
+    this.#object(value, compiledType(type), path, env, type);
+    if (this.#full && this.#local && Array.isArray(value.contained)) this.#dom3(value.contained, type, path);
+    this.#local = saved;
+  }
+
+  /**
+   * dom-3, checked natively (R4 writes it with `as()` on a collection, which HL7's FHIRPath engine refuses to
+   * evaluate): each contained resource is referred to as `#id` by a Reference or a canonical, uri or url of its
+   * container, or refers to the container itself with `#`.
+   */
+  #dom3(contained: unknown[], type: string, path: string): void {
+    const local = this.#local;
+    if (!local) return;
+    for (const c of contained) {
+      if (!isObject(c) || typeof c.id !== "string") continue;
+      if (local.references.has(`#${c.id}`) || local.toContainer.has(c.id)) continue;
+      this.#add(
+        "invariant",
+        `dom-3: the contained resource "${c.id}" is not referred to from elsewhere in the ${type} ("#${c.id}"); a contained resource SHALL be referred to from its container or refer to it.`,
+        path,
+      );
+    }
+  }
+
+  /** A local reference ("#id", or "#" for the container) read while walking a resource that has contained ones. */
+  #localReference(value: string): void {
+    const local = this.#local;
+    if (!local) return;
+    if (value === "#") {
+      if (this.#containedId !== undefined) local.toContainer.add(this.#containedId);
+    } else local.references.add(value);
   }
 
   #object(value: Record<string, unknown>, type: CompiledType, path: string, env: InvariantEnv, label: string): void {
@@ -122,7 +164,7 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${slot.name}[x] takes one value, but both ${other} and ${key} are given; keep one.`,
-            `${path}.${key}`,
+            `${path}${step(key)}`,
           );
         } else seenChoice.set(slot.name, key);
       }
@@ -131,7 +173,7 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${key} repeats in R4 and must be a JSON array (wrap a single value in [ ]), found ${describe(child)}.`,
-            `${path}.${key}`,
+            `${path}${step(key)}`,
           );
           continue;
         }
@@ -143,7 +185,7 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${key} allows at most ${slot.element.max} values, found ${child.length}.`,
-            `${path}.${key}`,
+            `${path}${step(key)}`,
           );
         }
         for (let i = 0; i < child.length; i++) {
@@ -152,7 +194,8 @@ class Walk {
             // null holds a place only where the `_` array carries that item's extensions.
             const extensions = value[`_${key}`];
             if (!(slot.primitive && Array.isArray(extensions) && isObject(extensions[i]))) {
-              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, `${path}.${key}`);
+              // FHIRPath drops nulls, so the item cannot be pointed at: its parent is.
+              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, path);
             }
             continue;
           }
@@ -162,7 +205,7 @@ class Walk {
         this.#add(
           "structure",
           `${label}.${key} does not repeat in R4: give a single value, not an array.`,
-          `${path}.${key}`,
+          `${path}${step(key)}`,
         );
       } else if (child === null) {
         this.#add("structure", `${label}.${key} is null; JSON null is not a FHIR value (leave the element out).`, path);
@@ -198,6 +241,14 @@ class Walk {
         return;
       }
       if (!full) return;
+      if (
+        this.#local !== undefined &&
+        typeof value === "string" &&
+        value.charCodeAt(0) === 35 /* # */ &&
+        (slot.localReference || (key === "reference" && owner === "Reference"))
+      ) {
+        this.#localReference(value);
+      }
       if (slot.binding) this.#binding(slot, value, parent, key, index, owner);
       if (slot.xhtml && typeof value === "string") {
         for (const p of xhtmlProblems(value)) {
@@ -231,7 +282,7 @@ class Walk {
       this.#entryUrl = saved;
       return;
     }
-    if (slot.type === "Bundle.entry" && typeof value.fullUrl === "string") this.#entryUrl = value.fullUrl;
+    if (slot.type === "Bundle.entry") this.#entryUrl = typeof value.fullUrl === "string" ? value.fullUrl : undefined;
     slot.child ??= compiledType(slot.type);
     this.#object(value, slot.child, path, env, slot.type);
     if (!full) return;
@@ -268,7 +319,8 @@ class Walk {
       return;
     }
     const element = compiledType("Element");
-    const at = `${path}.${name}`;
+    // FHIRPath reaches `_name` as `name` (its extensions as `name.extension`), even without a value.
+    const at = `${path}${step(name)}`;
     if (slot.repeating) {
       if (!Array.isArray(child)) {
         this.#add("structure", `${label}.${key} must be an array matching ${label}.${name}.`, path);
@@ -278,12 +330,12 @@ class Walk {
       child.forEach((item, i) => {
         if (item === null) return;
         if (!isObject(item)) this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, path);
-        else this.#object(item, element, Array.isArray(values) ? `${at}[${i}]` : at, env, `${label}.${name}`);
+        else this.#object(item, element, `${at}[${i}]`, env, `${label}.${name}`);
       });
     } else if (!isObject(child)) {
       this.#add("structure", `${label}.${key} must be an object (id, extension), found ${describe(child)}.`, path);
     } else {
-      this.#object(child, element, value[name] === undefined ? path : at, env, `${label}.${name}`);
+      this.#object(child, element, at, env, `${label}.${name}`);
     }
   }
 
@@ -304,7 +356,8 @@ class Walk {
     this.#add(
       "structure",
       `"${key}" is not an element of ${label} in FHIR R4${near ? ` (did you mean "${near}"?)` : ""}; unknown elements are not allowed (use an extension).`,
-      `${path}.${key}`,
+      // A name FHIRPath cannot spell (`a b`, `1x`, `code.x`) cannot be pointed at: its parent is.
+      IDENTIFIER.test(key) ? `${path}${step(key)}` : path,
     );
   }
 
@@ -366,7 +419,16 @@ function hasAny(value: Record<string, unknown>, keys: readonly string[]): boolea
 
 /** The FHIRPath of item `index` (-1: the single value) of element `key` under `parent`. */
 function pathOf(parent: string, key: string, index: number): string {
-  return index < 0 ? `${parent}.${key}` : `${parent}.${key}[${index}]`;
+  return index < 0 ? `${parent}${step(key)}` : `${parent}${step(key)}[${index}]`;
+}
+
+/** FHIRPath words that R4 also uses as element names (Narrative.div, ValueSet.expansion.contains). */
+const KEYWORDS = new Set(["div", "mod", "and", "or", "xor", "implies", "is", "as", "in", "contains", "true", "false"]);
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** `.name`, delimited with backticks where the name is a FHIRPath word. */
+function step(name: string): string {
+  return KEYWORDS.has(name) ? `.\`${name}\`` : `.${name}`;
 }
 
 /** The element name closest to a misspelt one (edit distance ≤ 2), for "did you mean". */
