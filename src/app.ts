@@ -14,7 +14,7 @@ import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
-import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { JournalFile } from "./journal/journal-file.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
@@ -106,12 +106,6 @@ export function createApp(
   const startedAt = deps.now();
 
   const events = new SandboxEvents();
-  const journal = new Journal(
-    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
-    events,
-    options.journalFile ? nextIdAfter(options.journalFile) : 1,
-  );
-  const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
@@ -137,6 +131,19 @@ export function createApp(
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  // Opened once nothing else can fail to start, so a refused start leaves no file open.
+  const journalFile = options.journalFile
+    ? new JournalFile(options.journalFile, {
+        events,
+        highestIdIssued: (): number => journal.highestIdIssued,
+        warn: (message) => deps.logger.error(message),
+      })
+    : undefined;
+  const journal = new Journal(
+    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
+    events,
+    journalFile?.nextId ?? 1,
+  );
   const fixturesOf = (list: readonly LoadedScenario[]) =>
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
