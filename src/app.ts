@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
+import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
@@ -82,9 +83,13 @@ export interface SandboxApp {
   orders: OrderWorkflow;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  /** The URL pushes name as their source, unless --public-url fixed it (the server sets it once listening). */
-  setPublicUrl(url: string): void;
-  /** Stops watching the scenarios folder, scheduled pushes and order timers. */
+  /**
+   * Told by the server once it listens: its URL (which pushes name as their source, unless
+   * --public-url fixed it) and its limits (shown by GET /__admin/health).
+   */
+  served(server: { url: string; limits: ServerLimits }): void;
+  logger: Logger;
+  /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
   close(): void;
 }
 
@@ -149,6 +154,7 @@ export function createApp(
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
+  let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
     {
       timeoutMs: options.pushTimeoutMs,
@@ -221,6 +227,7 @@ export function createApp(
       startedAt,
       now: deps.now,
       reset,
+      health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
     }),
   );
   const record = recordCalls({
@@ -267,14 +274,17 @@ export function createApp(
     orders: workflow,
     reset,
     applyFixtures: fixturesOf,
-    setPublicUrl: (url: string) => {
-      if (options.publicUrl === undefined) publicUrl = url;
+    served: (server) => {
+      if (options.publicUrl === undefined) publicUrl = server.url;
+      serverLimits = server.limits;
     },
+    logger: deps.logger,
     close: () => {
-      journalFile?.close();
       stopWatching();
       pushes.stop();
       workflow.clear();
+      // Last: whatever ended before this is written.
+      journalFile?.close();
     },
   };
 }
