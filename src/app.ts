@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
@@ -47,6 +48,8 @@ export interface SandboxDeps {
   logger: Logger;
   /** Handlers that replace built-in ones, by operation id. */
   handlers: HandlerTable;
+  /** fs.watch, for the scenarios folder. */
+  watch: typeof watch;
 }
 
 export const defaultDeps = (): SandboxDeps => ({
@@ -60,6 +63,7 @@ export const defaultDeps = (): SandboxDeps => ({
     error: (m, e) => console.error(m, e),
   },
   handlers: {},
+  watch,
 });
 
 /** Most processed answers remembered for resent message ids. */
@@ -132,7 +136,9 @@ export function createApp(
           );
         events.emit("scenarios:loaded", { ok, problems });
       },
+      onWatchError: (message) => deps.logger.error(message),
     },
+    watch: deps.watch,
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
