@@ -71,7 +71,7 @@ describe("SIGTERM under load", { timeout: 30_000 }, () => {
     const { file, args } = workspace();
     const { url, child } = await startCli(["--journal-file", file, ...args]);
     const load = startLoad(url, { workers: 4 });
-    await load.reached(40);
+    await load.reached(30);
     const slow = await slowCallInFlight(url);
 
     child.process.kill("SIGTERM");
@@ -106,10 +106,10 @@ describe("SIGKILL under load", { timeout: 30_000 }, () => {
     const { file, args } = workspace();
     const first = await startCli(["--journal-file", file, ...args]);
     const load = startLoad(first.url, { workers: 4 });
-    await load.reached(30);
+    await load.reached(15);
     // A call in flight at the kill: it holds an id, and later calls end before it.
     const slow = await slowCallInFlight(first.url);
-    await load.reached(load.answered.length + 10);
+    await load.reached(load.answered.length + 5);
     first.child.process.kill("SIGKILL");
     expect((await first.child.waitForExit()).signal).toBe("SIGKILL");
     await load.stop();
@@ -122,7 +122,7 @@ describe("SIGKILL under load", { timeout: 30_000 }, () => {
 
     const second = await startCli(["--journal-file", file, ...args]);
     const again = startLoad(second.url, { workers: 4 });
-    await again.reached(20);
+    await again.reached(10);
     await again.stop();
     second.child.process.kill("SIGTERM");
     expect(await second.child.waitForExit()).toEqual({ code: 0, signal: null });
