@@ -43,7 +43,8 @@ const patient: Patient = {
 };
 const smallCall = (s: SandboxApp) => post(s.app, messageBundle("view-patient-profile", [patient]));
 /** The call id the sandbox gave an answer. */
-const callId = async (reply: Promise<{ headers: Headers }>) => (await reply).headers.get("x-sandbox-call-id");
+const callId = async (reply: Promise<{ headers: Headers }> | { headers: Headers }) =>
+  (await reply).headers.get("x-sandbox-call-id");
 
 const ids = (file: string) =>
   readFileSync(file, "utf8")
