@@ -131,7 +131,7 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
       const { cutOff } = await running.close();
       if (cutOff > 0) {
         io.err(
-          `${cutOff} call(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
+          `${cutOff} request(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
         );
       }
       sandbox.close();

@@ -97,7 +97,7 @@ describe("SIGTERM under load", { timeout: 30_000 }, () => {
     child.process.kill("SIGTERM");
     await expect(slow.answer).rejects.toThrow();
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
-    expect(child.stderr).toContain("1 call(s) still in flight after 200 ms (--shutdown-grace) were cut off");
+    expect(child.stderr).toContain("1 request(s) still in flight after 200 ms (--shutdown-grace) were cut off");
   });
 });
 
