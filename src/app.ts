@@ -48,8 +48,8 @@ export interface SandboxDeps {
   logger: Logger;
   /** Handlers that replace built-in ones, by operation id. */
   handlers: HandlerTable;
-  /** fs.watch, for the scenarios folder. */
-  watch: typeof watch;
+  /** fs.watch, for the scenarios folder (`--watch`). */
+  fsWatch: typeof watch;
 }
 
 export const defaultDeps = (): SandboxDeps => ({
@@ -63,7 +63,7 @@ export const defaultDeps = (): SandboxDeps => ({
     error: (m, e) => console.error(m, e),
   },
   handlers: {},
-  watch,
+  fsWatch: watch,
 });
 
 /** Most processed answers remembered for resent message ids. */
@@ -138,7 +138,7 @@ export function createApp(
       },
       onWatchError: (message) => deps.logger.error(message),
     },
-    watch: deps.watch,
+    fsWatch: deps.fsWatch,
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);

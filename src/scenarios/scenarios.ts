@@ -43,7 +43,7 @@ export class Scenarios {
 
   constructor(
     readonly folder: string | undefined,
-    private readonly deps: { now(): Date; events?: ScenarioEvents; watch?: typeof fsWatch },
+    private readonly deps: { now(): Date; events?: ScenarioEvents; fsWatch?: typeof fsWatch },
   ) {}
 
   /**
@@ -182,7 +182,7 @@ export class Scenarios {
     return watchPath(
       this.folder,
       () => this.reload(),
-      { watch: this.deps.watch ?? fsWatch, onError: (message) => this.deps.events?.onWatchError(message) },
+      { watch: this.deps.fsWatch ?? fsWatch, onError: (message) => this.deps.events?.onWatchError(message) },
       debounceMs,
     );
   }

@@ -259,7 +259,7 @@ function failingWatch(error: NodeJS.ErrnoException, how: "throws" | "emits") {
     const watcher = Object.assign(new EventEmitter(), { close: () => undefined });
     watchers.push(watcher);
     return watcher;
-  }) as unknown as SandboxDeps["watch"];
+  }) as unknown as SandboxDeps["fsWatch"];
   return { watch, watchers };
 }
 
@@ -272,7 +272,7 @@ describe("scenario watch errors are reported, not swallowed", () => {
   ])("a watcher that cannot start (%s) is reported with what to do", (code, message, hint) => {
     write("10-rules.yaml", versioned("v1"));
     const log: string[] = [];
-    start(true, { log, deps: { watch: failingWatch(errno(code, message), "throws").watch } });
+    start(true, { log, deps: { fsWatch: failingWatch(errno(code, message), "throws").watch } });
     const reports = log.filter((l) => l.startsWith("cannot watch"));
     expect(reports.length).toBeGreaterThan(0);
     expect(reports[0]).toContain(code);
@@ -284,7 +284,7 @@ describe("scenario watch errors are reported, not swallowed", () => {
     write("10-rules.yaml", versioned("v1"));
     const log: string[] = [];
     const failing = failingWatch(errno("EMFILE", "too many open files"), "emits");
-    const s = start(true, { log, deps: { watch: failing.watch } });
+    const s = start(true, { log, deps: { fsWatch: failing.watch } });
     expect(log.filter((l) => l.startsWith("cannot watch"))).toEqual([]);
     failing.watchers[0]?.emit("error", errno("EMFILE", "too many open files"));
     expect(log.filter((l) => l.startsWith("cannot watch"))).toEqual([expect.stringContaining("EMFILE")]);
