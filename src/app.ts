@@ -15,6 +15,7 @@ import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
 import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { Redaction } from "./journal/redact.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
@@ -110,6 +111,7 @@ export function createApp(
     { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
     events,
     options.journalFile ? nextIdAfter(options.journalFile) : 1,
+    new Redaction(options.redactHeaders),
   );
   const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);

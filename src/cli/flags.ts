@@ -1,7 +1,17 @@
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
+import { HEADER_NAME } from "../journal/redact.js";
 
 /** How a flag's text becomes a value. */
-type Kind = "string" | "port" | "integer" | "size" | "duration" | "list" | "boolean" | { oneOf: readonly string[] };
+type Kind =
+  | "string"
+  | "port"
+  | "integer"
+  | "size"
+  | "duration"
+  | "list"
+  | "header-names"
+  | "boolean"
+  | { oneOf: readonly string[] };
 
 export interface Flag {
   name: string;
@@ -93,6 +103,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     undefined,
     "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
   ),
+  flag(
+    "redact-header",
+    "header-names",
+    undefined,
+    "comma-separated header names whose values are recorded as [redacted], besides Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and the other defaults",
+  ),
 ];
 
 export interface ServeConfig {
@@ -123,12 +139,15 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
       throw bad(kind === "port" ? "a port from 0 to 65535" : "a positive integer");
     return n;
   }
-  if (kind === "list") {
-    return text
+  if (kind === "list" || kind === "header-names") {
+    const items = text
       .split(",")
       .map((s) => s.trim())
-      .filter(Boolean)
-      .join(",");
+      .filter(Boolean);
+    const badName = kind === "header-names" ? items.find((name) => !HEADER_NAME.test(name)) : undefined;
+    if (badName !== undefined)
+      throw bad(`header names separated by commas, e.g. X-Clinic-Key,X-Tenant (not ${JSON.stringify(badName)})`);
+    return items.join(",");
   }
   if (kind === "duration") {
     const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
@@ -191,6 +210,7 @@ export function resolveServeConfig(
       publicUrl: (v["public-url"] as string | undefined) || undefined,
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       proxy: (v.proxy as string | undefined) || undefined,
+      redactHeaders: ((v["redact-header"] as string | undefined) ?? "").split(",").filter(Boolean),
     },
   };
 }

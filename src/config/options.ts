@@ -48,6 +48,8 @@ export interface SandboxOptions {
   journalFile: string | undefined;
   /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
   publicUrl: string | undefined;
+  /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
+  redactHeaders: string[];
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -75,6 +77,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   publicUrl: undefined,
   journalFile: undefined,
   proxy: undefined,
+  redactHeaders: [],
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */
