@@ -8,6 +8,7 @@ type Kind =
   | "integer"
   | "size"
   | "duration"
+  | "url"
   | "list"
   | "header-names"
   | "boolean"
@@ -89,7 +90,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
   flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
-  flag("public-url", "string", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  flag("public-url", "url", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
   // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
   flag(
     "journal-file",
@@ -99,7 +100,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
   ),
   flag(
     "proxy",
-    "string",
+    "url",
     undefined,
     "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
   ),
@@ -121,11 +122,36 @@ export class UsageError extends Error {}
 
 const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i;
 const UNIT: Record<string, number> = { b: 1, kb: 1024, kib: 1024, mb: 1024 * 1024, mib: 1024 * 1024 };
+/** The longest delay Node's timers take (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
 
-function convert(f: Flag, text: string, from: string): string | number | boolean {
-  const bad = (expected: string) => new UsageError(`${from} ${JSON.stringify(text)}: expected ${expected}`);
+/** Where a value came from: the flag, its environment variable, or its default. */
+type Source = { flag: Flag; via: "flag" | "env" | "default" };
+
+function convert(text: string, { flag: f, via }: Source): string | number | boolean {
+  // The flag is named in every message, and the variable too when the value came from the environment.
+  const from =
+    via === "flag"
+      ? `--${f.name} ${JSON.stringify(text)}`
+      : via === "env"
+        ? `${f.env} ${JSON.stringify(text)} (--${f.name})`
+        : `the default of --${f.name} ${JSON.stringify(text)}`;
+  const bad = (expected: string) => new UsageError(`${from}: expected ${expected}`);
   const { kind } = f;
   if (kind === "string") return text;
+  if (kind === "url") {
+    // Empty means none, as for the other optional flags (PUBLIC_URL= in a compose file).
+    if (text === "") return "";
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {}
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || text.trim() !== text) {
+      throw bad("an http:// or https:// URL, e.g. https://sandbox.example.ae");
+    }
+    // Paths are appended to it: "https://host/" and "https://host" are the same base.
+    return text.replace(/\/+$/, "");
+  }
   if (kind === "boolean") {
     if (/^(true|1|yes|on)$/i.test(text)) return true;
     if (/^(false|0|no|off|)$/i.test(text)) return false;
@@ -154,6 +180,7 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
     if (!m) throw bad("a duration such as 60s, 1.5m or 500 (milliseconds)");
     const n = Math.round(Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 } as const)[(m[2] ?? "ms") as "ms" | "s" | "m"]);
     if (n < 1) throw bad("a duration of at least 1 ms");
+    if (n > MAX_DURATION_MS) throw bad(`a duration of at most ${MAX_DURATION_MS} ms (about 24 days)`);
     return n;
   }
   if (kind === "size") {
@@ -161,6 +188,7 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
     if (!m) throw bad("a size such as 1048576, 512kb or 1mb");
     const n = Number(m[1]) * (UNIT[(m[2] ?? "b").toLowerCase()] ?? 1);
     if (n < 1) throw bad("a size of at least 1 byte");
+    if (!Number.isSafeInteger(n)) throw bad(`a size of at most ${Number.MAX_SAFE_INTEGER} bytes`);
     return n;
   }
   if (!kind.oneOf.includes(text)) throw bad(`one of ${kind.oneOf.join(", ")}`);
@@ -178,9 +206,9 @@ export function resolveServeConfig(
   const v: Record<string, string | number | boolean | undefined> = {};
   for (const f of SERVE_FLAGS) {
     const given = values[f.name];
-    if (given !== undefined) v[f.name] = convert(f, String(given), `--${f.name}`);
-    else if (env[f.env] !== undefined) v[f.name] = convert(f, env[f.env] as string, f.env);
-    else v[f.name] = f.default === undefined ? undefined : convert(f, f.default, `default of --${f.name}`);
+    if (given !== undefined) v[f.name] = convert(String(given), { flag: f, via: "flag" });
+    else if (env[f.env] !== undefined) v[f.name] = convert(env[f.env] as string, { flag: f, via: "env" });
+    else v[f.name] = f.default === undefined ? undefined : convert(f.default, { flag: f, via: "default" });
   }
   return {
     port: v.port as number,
