@@ -126,6 +126,7 @@ export function createApp(
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
+    maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
         if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);

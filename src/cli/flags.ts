@@ -78,6 +78,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "Emirates IDs (784-YYYY-NNNNNNN-C, Luhn check digit) under --emirates-id-system: an error, a warning, or unchecked",
   ),
   flag("scenarios", "string", "./scenarios", "folder (or file) of scenario YAML files; a missing folder means none"),
+  flag(
+    "max-scenario-file",
+    "size",
+    "16mb",
+    "largest scenario file: a larger one is refused (YAML aliases and tags stay refused at any size)",
+  ),
   flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
   flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
   flag(
@@ -195,6 +201,20 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
   return text;
 }
 
+/** One flag's value: the flag over its environment variable over its default. Throws UsageError naming it. */
+export function resolveFlag(
+  name: string,
+  values: Record<string, string | boolean | undefined>,
+  env: NodeJS.ProcessEnv,
+): string | number | boolean | undefined {
+  const f = SERVE_FLAGS.find((flag) => flag.name === name);
+  if (!f) throw new Error(`no serve flag --${name}`);
+  const given = values[f.name];
+  if (given !== undefined) return convert(String(given), { flag: f, via: "flag" });
+  if (env[f.env] !== undefined) return convert(env[f.env] as string, { flag: f, via: "env" });
+  return f.default === undefined ? undefined : convert(f.default, { flag: f, via: "default" });
+}
+
 /**
  * Flag values (from util.parseArgs) over environment variables over defaults.
  * Throws UsageError naming the flag or variable that is wrong.
@@ -204,12 +224,7 @@ export function resolveServeConfig(
   env: NodeJS.ProcessEnv,
 ): ServeConfig {
   const v: Record<string, string | number | boolean | undefined> = {};
-  for (const f of SERVE_FLAGS) {
-    const given = values[f.name];
-    if (given !== undefined) v[f.name] = convert(String(given), { flag: f, via: "flag" });
-    else if (env[f.env] !== undefined) v[f.name] = convert(env[f.env] as string, { flag: f, via: "env" });
-    else v[f.name] = f.default === undefined ? undefined : convert(f.default, { flag: f, via: "default" });
-  }
+  for (const f of SERVE_FLAGS) v[f.name] = resolveFlag(f.name, values, env);
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -227,6 +242,7 @@ export function resolveServeConfig(
       validation: v.validation as SandboxOptions["validation"],
       emiratesIdCheck: v["emirates-id-check"] as SandboxOptions["emiratesIdCheck"],
       scenarios: (v.scenarios as string | undefined) || undefined,
+      maxScenarioFile: v["max-scenario-file"] as number,
       watch: v.watch as boolean,
       confirmDeadlineMs: v["confirm-deadline"] as number,
       allocation: v.allocation as SandboxOptions["allocation"],

@@ -26,6 +26,8 @@ export interface SandboxOptions {
   emiratesIdCheck: "error" | "warning" | "off";
   /** Folder (or file) of scenario YAML files; undefined for none. */
   scenarios: string | undefined;
+  /** Largest scenario file, bytes: a larger one is refused (the YAML alias and tag protections apply at any size). */
+  maxScenarioFile: number;
   /** Reload scenarios when their files change. */
   watch: boolean;
   /** Time a pharmacy has to confirm an order. */
@@ -66,6 +68,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   validation: "strict",
   emiratesIdCheck: "error",
   scenarios: undefined,
+  // Room for a 10,000-rule file (2.6 MB) or a large recorded export.
+  maxScenarioFile: 16 * 1024 * 1024,
   watch: false,
   confirmDeadlineMs: 60_000,
   allocation: "first-confirmed",
