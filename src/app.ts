@@ -166,6 +166,7 @@ export function createApp(
     pharmacies,
     dispatcher,
     events,
+    logger: deps.logger,
     publicUrl: () => publicUrl,
   });
   const pushes = new ScheduledPushes(workflow, deps.logger);
