@@ -17,6 +17,7 @@ import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
+import { Redaction } from "./journal/redact.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
@@ -127,6 +128,7 @@ export function createApp(
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
+    maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
         if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
@@ -154,6 +156,7 @@ export function createApp(
     { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
     events,
     journalFile?.nextId ?? 1,
+    new Redaction(options.redactHeaders),
   );
   const fixturesOf = (list: readonly LoadedScenario[]) =>
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
@@ -182,6 +185,7 @@ export function createApp(
     pharmacies,
     dispatcher,
     events,
+    logger: deps.logger,
     publicUrl: () => publicUrl,
   });
   const pushes = new ScheduledPushes(workflow, deps.logger);

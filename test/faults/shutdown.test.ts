@@ -15,11 +15,14 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** The built-in answer after a scripted delay, for messages sent with X-Fault-Test: slow. */
+/** The built-in answer after a scripted delay: 1 s (X-Fault-Test: slow), or longer than any test (hold). */
 const SLOW_RULE = `rules:
   - name: slow-before-stop
     when: { headers: { X-Fault-Test: slow } }
     respond: { builtIn: true, delay: 1s }
+  - name: hold
+    when: { headers: { X-Fault-Test: hold } }
+    respond: { builtIn: true, delay: 60s }
 `;
 
 function workspace() {
@@ -52,16 +55,15 @@ function expectAllInFile(answered: readonly Answered[], lines: readonly Line[]):
   for (const a of ok) expect(byId.get(a.callId)?.response?.status).toBe(200);
 }
 
-/** Sends a message the slow rule holds, and resolves once the sandbox has it in hand (the rule matched). */
-async function slowCallInFlight(url: string): Promise<{ answer: Promise<Answered> }> {
-  const answer = sendMessage(url, profileMessage(), { "x-fault-test": "slow" });
+/** Sends a message a delaying rule holds, and resolves once the sandbox has it in hand (the rule matched). */
+async function slowCallInFlight(url: string, rule: "slow" | "hold" = "slow"): Promise<{ answer: Promise<Answered> }> {
+  const name = rule === "slow" ? "slow-before-stop" : "hold";
+  const answer = sendMessage(url, profileMessage(), { "x-fault-test": rule });
   // Settled here too, so that a test that stops the server before awaiting it leaves no unhandled rejection.
   answer.catch(() => undefined);
   await eventually(async () => {
     const view = await http(`${url}/__admin/scenarios`);
-    return view.json.rules.find(
-      (r: { name: string; matched: number }) => r.name === "slow-before-stop" && r.matched > 0,
-    );
+    return view.json.rules.find((r: { name: string; matched: number }) => r.name === name && r.matched > 0);
   }, "the slow call reaching the sandbox");
   return { answer };
 }
@@ -93,7 +95,7 @@ describe("SIGTERM under load", { timeout: 30_000 }, () => {
   it("cuts a call still running after --shutdown-grace, and says so", async () => {
     const { file, args } = workspace();
     const { url, child } = await startCli(["--journal-file", file, "--shutdown-grace", "200ms", ...args]);
-    const slow = await slowCallInFlight(url);
+    const slow = await slowCallInFlight(url, "hold");
     child.process.kill("SIGTERM");
     await expect(slow.answer).rejects.toThrow();
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
@@ -108,7 +110,7 @@ describe("SIGKILL under load", { timeout: 30_000 }, () => {
     const load = startLoad(first.url, { workers: 4 });
     await load.reached(15);
     // A call in flight at the kill: it holds an id, and later calls end before it.
-    const slow = await slowCallInFlight(first.url);
+    const slow = await slowCallInFlight(first.url, "hold");
     await load.reached(load.answered.length + 5);
     first.child.process.kill("SIGKILL");
     expect((await first.child.waitForExit()).signal).toBe("SIGKILL");
