@@ -56,7 +56,8 @@ export const defaultDeps = (): SandboxDeps => ({
   fetch: (input, init) => fetch(input, init),
   logger: {
     info: (m) => console.log(m),
-    error: (m, e) => console.error(m, e),
+    // console.error(m, undefined) would print "m undefined": most errors (a refused reload) carry no Error.
+    error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
   },
   handlers: {},
 });
