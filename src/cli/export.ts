@@ -11,8 +11,9 @@ export const EXPORT_USAGE = `Usage: uae-fhir-sandbox export --from <calls.ndjson
 Turns recorded calls (a --journal-file, or the NDJSON of GET /__admin/calls/export)
 into a scenario file: one rule per operation and key content (the patient, the focus
 ids the client chose), answering with the recorded status and body. Ids, timestamps,
-MessageHeader.response.identifier and the destination endpoint become templates, so a
-replayed answer is correct for a new request. Calls with the same key content answer in
+MessageHeader.response.identifier and the source and destination endpoints become
+templates, so a replayed answer is correct for a new request and names the sandbox
+that sends it. Calls with the same key content answer in
 recorded order (a sequence). The running sandbox gives the same file for its in-memory
 journal: GET /__admin/calls/export?format=scenario.
 

@@ -16,8 +16,8 @@ export function editDistance(a: string, b: string): number {
 
 /**
  * The known name closest to a misspelt one, when it is close enough to be
- * the one meant: at most a third of its length away (two edits in
- * `add-alergy`), so an unrelated word gets no suggestion.
+ * the one meant: at most three edits and a third of its length away (the
+ * case never counts), so an unrelated word gets no suggestion.
  *
  * @example
  *   nearest("add-alergy", ["add-allergy", "add-task"]) // "add-allergy"
@@ -33,7 +33,7 @@ export function nearest(name: string, known: Iterable<string>): string | undefin
       bestDistance = d;
     }
   }
-  return best !== undefined && bestDistance <= Math.max(1, Math.floor(name.length / 3)) ? best : undefined;
+  return best !== undefined && bestDistance <= Math.min(3, Math.max(1, Math.floor(name.length / 3))) ? best : undefined;
 }
 
 /** `; did you mean "x"?`, or nothing when no known name is close. */
