@@ -3,6 +3,8 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
+import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
@@ -18,6 +20,7 @@ Usage:
   uae-fhir-sandbox [serve] [options]        serve the sandbox (default command)
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
                                             exit 1 with file:line:column: message for each problem
+                                            (with an operations file: validate --operations FILE DIR)
   uae-fhir-sandbox schema                   print the JSON Schema of scenario files
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
@@ -86,7 +89,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   const [command = "serve", ...rest] = positionals;
-  if (command === "validate") return validate(rest.length > 0 ? rest : ["./scenarios"], io);
+  if (command === "validate") {
+    // Rules may name the operations of an operations file (renamed codes, aliases): check against the same catalogue.
+    const operationsFile = (values.operations as string | undefined) ?? (io.env.OPERATIONS || undefined);
+    let catalogue: Catalogue;
+    try {
+      catalogue = buildCatalogue(operationsFile ? loadOperationsFile(operationsFile) : undefined);
+    } catch (error) {
+      io.err((error as Error).message);
+      return 1;
+    }
+    return validate(rest.length > 0 ? rest : ["./scenarios"], io, operationNames(catalogue));
+  }
   if (command === "schema" && rest.length === 0) {
     io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
     return 0;

@@ -2,6 +2,7 @@ import { existsSync, type FSWatcher, readdirSync, statSync, watch } from "node:f
 import { join } from "node:path";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
+import type { OperationNames } from "../routing/operation-names.js";
 import { type LoadedScenario, loadScenarioFolder, loadScenarioText } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
 
@@ -39,13 +40,18 @@ export class Scenarios {
 
   constructor(
     readonly folder: string | undefined,
-    private readonly deps: { now(): Date; events?: ScenarioEvents },
+    private readonly deps: {
+      now(): Date;
+      events?: ScenarioEvents;
+      /** What `when.operation` may name; default the built-in catalogue's operations. */
+      operations?: OperationNames;
+    },
   ) {}
 
   /** Loads the folder; on problems the previous set keeps serving. */
   reload(): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
-    const load = loadScenarioFolder(this.folder);
+    const load = loadScenarioFolder(this.folder, this.deps.operations);
     const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
     if (load.ok) {
       this.#folder = load.scenarios;
@@ -60,7 +66,7 @@ export class Scenarios {
   /** Adds a scenario document (YAML or JSON) at run time. */
   add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
     const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source);
+    const load = loadScenarioText(text, source, this.deps.operations);
     if (!load.ok) return load;
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtime.push(scenario);
