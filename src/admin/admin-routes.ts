@@ -8,6 +8,7 @@ import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
+import { explainCall } from "../journal/explain-call.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
 import { redactHeaders } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
@@ -193,7 +194,8 @@ export function adminRoutes(deps: AdminDeps): Hono {
         `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
         "not-found",
       );
-    return c.json(callView(call));
+    // The explanation only here, computed when asked: listing calls stays cheap, and the request path records only a trace.
+    return c.json({ ...callView(call), explanation: explainCall(call, deps.basePath) });
   });
 
   admin.get("/patients/:key", (c) => {
