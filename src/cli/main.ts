@@ -8,6 +8,7 @@ import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
+import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
 import { flagsHelp, parseArgsOptions, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
 import { replayCommand } from "./replay.js";
@@ -26,6 +27,8 @@ Usage:
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
                                             recorded calls (--journal-file) → a scenario file; export --help
+  uae-fhir-sandbox example <operation> [--patient ID] [--bundle] [--order N --pharmacy LICENCE --url URL]
+                                            print a valid request message for an operation; example --help
   uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
                                             re-send recorded calls, compare the answers; exit 1 on any
                                             difference; replay --help for what is compared
@@ -55,6 +58,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // example builds a message; it reads a running sandbox only for an order's ids.
+  if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
   // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
   const negated = new Set<string>();
   const args = argv.filter((arg) => {
