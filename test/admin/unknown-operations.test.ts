@@ -5,33 +5,14 @@ import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxDeps } from "../../src/app.js";
 import { createSandbox, type Sandbox } from "../../src/index.js";
+import { CONTRACT_OPERATION_IDS } from "../support/contract-operations.js";
 import { example, messageBundle, post } from "../support/messages.js";
 import { admin } from "./admin-client.js";
 
 // No false green: an operation id that names nothing is an error wherever it can be written, with the known ids
 // and the nearest one — never a query that counts zero calls, or a rule that never fires.
 
-/** The operation ids of the contract's table (section 3), in its order. */
-const OPERATION_IDS = [
-  "view-patient-profile",
-  "add-allergy",
-  "update-allergy",
-  "remove-allergy",
-  "add-history",
-  "update-history",
-  "remove-history",
-  "add-measurement",
-  "update-measurement",
-  "remove-measurement",
-  "subscribe-order-notifications",
-  "confirm-drugs-availability",
-  "receive-allocation",
-  "send-dispense-summary",
-  "get-pending-tasks",
-  "add-task",
-  "update-task",
-  "cancel-task",
-];
+const OPERATION_IDS = CONTRACT_OPERATION_IDS;
 const RENAMED = "test/fixtures/operations/rename-add-allergy.yaml"; // add-allergy → AllergyIntolerance-Create, alias allergy-add
 
 const quiet: Partial<SandboxDeps> = { logger: { info: () => undefined, error: () => undefined } };

@@ -3,6 +3,8 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxDeps } from "../../src/app.js";
 import { runCli } from "../../src/cli/main.js";
 import { createSandbox, type Sandbox } from "../../src/index.js";
+import { CONTRACT_OPERATIONS } from "../support/contract-operations.js";
+import { STANDARD } from "../support/messages.js";
 import { startReceiver } from "../support/receiver.js";
 import { r4Problems } from "../support/validator.js";
 
@@ -11,30 +13,8 @@ import { r4Problems } from "../support/validator.js";
 
 const quiet: Partial<SandboxDeps> = { logger: { info: () => undefined, error: () => undefined } };
 const PATIENT = "784-1990-1234567-6";
-const STANDARD = "/uae-fhir/r4/$process-message";
-const ALTERNATE = "/fhir/$process-message";
 
-/** The 18 operations of the contract (section 3) and the path each is served at (section 1). */
-const OPERATIONS: Array<[string, string]> = [
-  ["view-patient-profile", STANDARD],
-  ["add-allergy", STANDARD],
-  ["update-allergy", STANDARD],
-  ["remove-allergy", ALTERNATE],
-  ["add-history", STANDARD],
-  ["update-history", STANDARD],
-  ["remove-history", STANDARD],
-  ["add-measurement", STANDARD],
-  ["update-measurement", STANDARD],
-  ["remove-measurement", STANDARD],
-  ["subscribe-order-notifications", STANDARD],
-  ["confirm-drugs-availability", STANDARD],
-  ["receive-allocation", STANDARD],
-  ["send-dispense-summary", STANDARD],
-  ["get-pending-tasks", STANDARD],
-  ["add-task", STANDARD],
-  ["update-task", STANDARD],
-  ["cancel-task", STANDARD],
-];
+const OPERATIONS = CONTRACT_OPERATIONS;
 const PHARMACY_SIDE = ["confirm-drugs-availability", "receive-allocation", "send-dispense-summary"];
 
 async function example(args: string[], env: NodeJS.ProcessEnv = {}) {
@@ -129,6 +109,23 @@ describe("uae-fhir-sandbox example: a message the sandbox accepts, for each pati
     expect(run.code).toBe(2);
     expect(run.stdout).toBe("");
     expect(run.stderr).toMatch(says);
+  });
+
+  it("--help: exit 0, the options", async () => {
+    const run = await example(["--help"]);
+    expect(run.code).toBe(0);
+    for (const option of [
+      "--bundle",
+      "--patient",
+      "--seed",
+      "--operations",
+      "--pharmacy",
+      "--order",
+      "--url",
+      "--token",
+    ]) {
+      expect(run.stdout).toContain(option);
+    }
   });
 
   it("without --order, a pharmacy's answer is valid but its ids are placeholders, and it says so", async () => {

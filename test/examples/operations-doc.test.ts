@@ -4,33 +4,14 @@ import type { Bundle } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { renderOperationsDoc } from "../../src/examples/operations-doc.js";
 import { ROOT } from "../cli/cli-process.js";
+import { CONTRACT_OPERATION_IDS } from "../support/contract-operations.js";
 import { r4Problems } from "../support/validator.js";
 
 // docs/operations.md is generated from the code (npm run docs:operations) and kept equal to it here.
 
 const DOC = readFileSync(join(ROOT, "docs/operations.md"), "utf8");
 
-/** The 18 operations of the contract (section 3), in its order. */
-const OPERATIONS = [
-  "view-patient-profile",
-  "add-allergy",
-  "update-allergy",
-  "remove-allergy",
-  "add-history",
-  "update-history",
-  "remove-history",
-  "add-measurement",
-  "update-measurement",
-  "remove-measurement",
-  "subscribe-order-notifications",
-  "confirm-drugs-availability",
-  "receive-allocation",
-  "send-dispense-summary",
-  "get-pending-tasks",
-  "add-task",
-  "update-task",
-  "cancel-task",
-];
+const OPERATIONS = CONTRACT_OPERATION_IDS;
 
 describe("docs/operations.md", { timeout: 60_000 }, () => {
   it("is what the code generates (run npm run docs:operations after a change), the same on every run", async () => {
