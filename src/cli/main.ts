@@ -10,7 +10,7 @@ import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
 import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
-import { flagsHelp, parseArgsOptions, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
+import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
 import { replayCommand } from "./replay.js";
 import { trigger } from "./trigger.js";
 import { validate } from "./validate.js";
@@ -19,7 +19,8 @@ const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox
 
 Usage:
   uae-fhir-sandbox [serve] [options]        serve the sandbox (default command)
-  uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
+  uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios,
+                                            under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
                                             (with an operations file: validate --operations FILE DIR)
   uae-fhir-sandbox schema                   print the JSON Schema of scenario files
@@ -95,8 +96,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   const [command = "serve", ...rest] = positionals;
   if (command === "validate") {
-    // Rules may name the operations of an operations file (renamed codes, aliases): check against the same catalogue.
-    const operationsFile = (values.operations as string | undefined) ?? (io.env.OPERATIONS || undefined);
+    let maxBytes: number;
+    let operationsFile: string | undefined;
+    try {
+      // Files are checked as the server would load them: under the same --max-scenario-file, and rules may name
+      // the operations of the same operations file (renamed codes, aliases).
+      maxBytes = resolveFlag("max-scenario-file", values, io.env) as number;
+      operationsFile = (resolveFlag("operations", values, io.env) as string | undefined) || undefined;
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
+      return 2;
+    }
     let catalogue: Catalogue;
     try {
       catalogue = buildCatalogue(operationsFile ? loadOperationsFile(operationsFile) : undefined);
@@ -104,7 +115,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.err((error as Error).message);
       return 1;
     }
-    return validate(rest.length > 0 ? rest : ["./scenarios"], io, operationNames(catalogue));
+    return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
   }
   if (command === "schema" && rest.length === 0) {
     io.out(JSON.stringify(scenarioJsonSchema(), null, 2));

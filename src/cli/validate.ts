@@ -1,20 +1,19 @@
 import { existsSync, statSync } from "node:fs";
 import { relative } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
-import type { OperationNames } from "../routing/operation-names.js";
-import { loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
+import { type LoadOptions, loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
 
 /**
  * `uae-fhir-sandbox validate [DIR|FILE...]`: checks scenario files as the
  * server would load them, without serving — the files of a folder
  * together, so a name given twice across them is found. Exit 0 when all are
  * valid, 1 with every problem as file:line:column: message otherwise.
- * `names` are the operations rules may name (the catalogue after --operations).
+ * `options`: the operations rules may name (the catalogue after --operations) and the largest file (--max-scenario-file).
  */
 export function validate(
   paths: readonly string[],
   io: { out(line: string): void; err(line: string): void },
-  names?: OperationNames,
+  options: LoadOptions = {},
 ): number {
   let failed = false;
   let checked = 0;
@@ -30,7 +29,7 @@ export function validate(
       io.err(`${path}: no *.yaml or *.yml scenario files`);
       failed = true;
     }
-    const load = loadScenarioFiles(files, root, names);
+    const load = loadScenarioFiles(files, root, options);
     const problems = load.ok ? [] : load.problems;
     for (const file of files) {
       checked++;

@@ -1,7 +1,15 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import type { Patient } from "fhir/r4.js";
-import { decodeYaml, type Locate, MAX_YAML_BYTES, readYamlFile, type YamlProblem } from "../config/yaml-file.js";
+import { DEFAULT_OPTIONS } from "../config/options.js";
+import {
+  decodeYaml,
+  type Locate,
+  readYamlFile,
+  tooLarge,
+  type YamlLimit,
+  type YamlProblem,
+} from "../config/yaml-file.js";
 import { buildCatalogue } from "../routing/catalogue.js";
 import { type OperationNames, operationNames } from "../routing/operation-names.js";
 import { identifierKey } from "../store/patient-identity.js";
@@ -20,6 +28,14 @@ export interface LoadedScenario {
 export type ScenarioLoad =
   | { ok: true; scenarios: LoadedScenario[] }
   | { ok: false; problems: YamlProblem[]; scenarios: LoadedScenario[] };
+
+/** How scenario documents are loaded: what rules may name as operations, and how large a document may be. */
+export interface LoadOptions {
+  /** Default: the built-in catalogue's operations. */
+  names?: OperationNames;
+  /** Largest document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
+  maxBytes?: number;
+}
 
 /** The default catalogue's operation names: what rules may name when no operations file changes them. */
 let defaultNames: OperationNames | undefined;
@@ -42,6 +58,11 @@ interface Claim {
 }
 
 const SCENARIO_FILE = /\.ya?ml$/i;
+
+const DEFAULT_MAX_SCENARIO_FILE = DEFAULT_OPTIONS.maxScenarioFile;
+
+/** The size limit of one scenario document, bytes (--max-scenario-file). */
+const limitOf = (maxBytes: number): YamlLimit => ({ bytes: maxBytes, flag: "--max-scenario-file" });
 
 /** The record types each fixture list holds. */
 const FIXTURE_TYPES = {
@@ -151,17 +172,14 @@ function duplicates(claims: readonly Claim[]): YamlProblem[] {
  * or all are loaded. Names that must be unique (rule names, fixture ids,
  * pharmacy licences) are checked across the files.
  */
-export function loadScenarioFiles(
-  files: readonly string[],
-  root: string,
-  names: OperationNames = defaultOperationNames(),
-): ScenarioLoad {
+export function loadScenarioFiles(files: readonly string[], root: string, options: LoadOptions = {}): ScenarioLoad {
+  const { names = defaultOperationNames(), maxBytes = DEFAULT_MAX_SCENARIO_FILE } = options;
   const problems: YamlProblem[] = [];
   const claims: Claim[] = [];
   const scenarios: LoadedScenario[] = [];
   for (const file of files) {
     const source = relative(root, file) || file;
-    const read = readYamlFile(file, scenarioFileSchema);
+    const read = readYamlFile(file, scenarioFileSchema, limitOf(maxBytes));
     if (!read.ok) {
       problems.push(...read.problems.map((p) => ({ ...p, file: source })));
       continue;
@@ -181,9 +199,9 @@ export function loadScenarioFiles(
 }
 
 /** Loads every scenario file under a folder (none when the folder does not exist). */
-export function loadScenarioFolder(dir: string, names?: OperationNames): ScenarioLoad {
+export function loadScenarioFolder(dir: string, options: LoadOptions = {}): ScenarioLoad {
   if (!existsSync(dir)) return { ok: true, scenarios: [] };
-  return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".", names);
+  return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".", options);
 }
 
 /**
@@ -191,18 +209,10 @@ export function loadScenarioFolder(dir: string, names?: OperationNames): Scenari
  * Its names must be unique within it; a document added at run time may
  * reuse a folder file's names on purpose (its rules come first, its fixtures win).
  */
-export function loadScenarioText(
-  text: string,
-  source: string,
-  names: OperationNames = defaultOperationNames(),
-): ScenarioLoad {
-  if (Buffer.byteLength(text) > MAX_YAML_BYTES) {
-    return {
-      ok: false,
-      problems: [{ file: source, line: 1, column: 1, message: `larger than ${MAX_YAML_BYTES} bytes` }],
-      scenarios: [],
-    };
-  }
+export function loadScenarioText(text: string, source: string, options: LoadOptions = {}): ScenarioLoad {
+  const { names = defaultOperationNames(), maxBytes = DEFAULT_MAX_SCENARIO_FILE } = options;
+  const size = Buffer.byteLength(text);
+  if (size > maxBytes) return { ok: false, problems: [tooLarge(source, size, limitOf(maxBytes))], scenarios: [] };
   const read = decodeYaml(text, source, scenarioFileSchema);
   if (!read.ok) return { ok: false, problems: read.problems, scenarios: [] };
   const checked = checkScenario(read.value, source, read.locate, names);

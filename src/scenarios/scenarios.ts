@@ -61,13 +61,22 @@ export class Scenarios {
       events?: ScenarioEvents;
       /** What `when.operation` may name; default the built-in catalogue's operations. */
       operations?: OperationNames;
+      /** Largest scenario document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
+      maxFileBytes?: number;
     },
   ) {}
+
+  #loadOptions() {
+    return {
+      ...(this.deps.operations ? { names: this.deps.operations } : {}),
+      ...(this.deps.maxFileBytes !== undefined ? { maxBytes: this.deps.maxFileBytes } : {}),
+    };
+  }
 
   /** Loads the folder; on problems the previous set keeps serving. */
   reload(): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
-    const load = loadScenarioFolder(this.folder, this.deps.operations);
+    const load = loadScenarioFolder(this.folder, this.#loadOptions());
     const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
     if (load.ok) {
       this.#folder = load.scenarios;
@@ -82,7 +91,7 @@ export class Scenarios {
   /** Adds a scenario document (YAML or JSON) at run time. */
   add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
     const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source, this.deps.operations);
+    const load = loadScenarioText(text, source, this.#loadOptions());
     if (!load.ok) return load;
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtime.push(scenario);
