@@ -52,6 +52,10 @@ export interface SandboxOptions {
   publicUrl: string | undefined;
   /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
   redactHeaders: string[];
+  /** Browser origins allowed to call the message and capability paths (CORS); ["*"] for any; empty for none. */
+  cors: string[];
+  /** The admin API answers those origins too; needs an admin token. */
+  corsAdmin: boolean;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -82,6 +86,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalFile: undefined,
   proxy: undefined,
   redactHeaders: [],
+  cors: [],
+  corsAdmin: false,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */
