@@ -240,6 +240,13 @@ export function createApp(
   const app = new Hono<EdgeEnv>();
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
   if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
+  app.use("/__admin/*", async (c, next) => {
+    if (events.listenerCount("admin:answered") === 0) return next();
+    const started = deps.monotonic();
+    await next();
+    const durationMs = Math.round((deps.monotonic() - started) * 1000) / 1000;
+    events.emit("admin:answered", { method: c.req.method, path: c.req.path, status: c.res.status, durationMs });
+  });
   app.route(
     "/__admin",
     adminRoutes({

@@ -1,5 +1,5 @@
 import pino from "pino";
-import type { SandboxEvents } from "../events.js";
+import type { SandboxEventMap, SandboxEvents } from "../events.js";
 import type { CallRecord } from "../journal/call-record.js";
 import type { BannerEvent } from "./banner.js";
 import { type CallEvent, callEvent } from "./call-event.js";
@@ -172,9 +172,15 @@ export function createRequestLog(settings: LogSettings, streams: LogStreams): Re
       error: (message, error) => (error === undefined ? log.error(message) : log.error({ err: error }, message)),
     },
     observe(events) {
-      if (!log.isLevelEnabled("info")) return () => undefined;
-      events.on("call:recorded", onCall);
-      return () => events.off("call:recorded", onCall);
+      const onAdmin = (a: SandboxEventMap["admin:answered"][0]) =>
+        log.debug({ event: "admin", ...a }, `admin ${a.method} ${a.path} ${a.status} (${a.durationMs} ms)`);
+      // Not listening at a level that shows nothing: then the request path does not even queue.
+      if (log.isLevelEnabled("info")) events.on("call:recorded", onCall);
+      if (log.isLevelEnabled("debug")) events.on("admin:answered", onAdmin);
+      return () => {
+        events.off("call:recorded", onCall);
+        events.off("admin:answered", onAdmin);
+      };
     },
     banner: (event, headline) => log.info(event, headline),
     hold: () => destination.hold(),
