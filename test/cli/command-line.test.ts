@@ -84,13 +84,21 @@ describe("a port in use", { timeout: 30_000 }, () => {
     const taken = createServer();
     await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
     const { port } = taken.address() as { port: number };
+    // A journal file whose last line a crash cut off: opening it warns, before the server tries to listen.
+    const dir = mkdtempSync(join(tmpdir(), "port-in-use-"));
+    dirs.push(dir);
+    const journal = join(dir, "calls.ndjson");
+    writeFileSync(journal, '{"id":"1","direction":"inbound"');
     try {
-      const run = await runToExit(["serve", flag, String(port), "--host", "127.0.0.1"]);
+      const run = await runToExit(["serve", flag, String(port), "--host", "127.0.0.1", "--journal-file", journal]);
       expect(run.code).toBe(1);
       expect(run.stdout).toBe("");
-      expect(run.stderr).toBe(
-        `uae-fhir-sandbox could not start: port ${port} is already in use on 127.0.0.1: stop what is using it, or choose another port: --port ${port + 1}, or --port 0 for any free port\n`,
+      const [first, ...after] = run.stderr.split("\n");
+      expect(first).toBe(
+        `uae-fhir-sandbox could not start: port ${port} is already in use on 127.0.0.1: stop what is using it, or choose another port: --port ${port + 1}, or --port 0 for any free port`,
       );
+      // What was said while starting comes after the failure, not before it.
+      expect(after.join("\n")).toContain("cut-off");
     } finally {
       taken.close();
     }
