@@ -7,8 +7,8 @@ import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
 import { waitUntil } from "./journal/wait.js";
-import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { createRequestLog, type LogFormat, type LogLevel } from "./log/request-log.js";
+import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { startServer } from "./server/start-server.js";
 
 export interface SandboxInit extends Partial<SandboxOptions> {

@@ -13,17 +13,18 @@
 // end; add one as a module beside this file and list it in SECTIONS.
 //
 // Sections: validation, throughput, cold-start, memory (BENCH_MEMORY_CALLS, default 100000),
-// fan-out, scenario-matching.
+// fan-out, scenario-matching, request-log.
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { coldStart } from "./cold-start.mjs";
 import { fanOut } from "./fan-out.mjs";
 import { memory } from "./memory.mjs";
+import { requestLog } from "./request-log.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
 import { throughput } from "./throughput.mjs";
 import { validation } from "./validation.mjs";
 
-const SECTIONS = [validation, throughput, coldStart, memory, fanOut, scenarioMatching];
+const SECTIONS = [validation, throughput, coldStart, memory, fanOut, scenarioMatching, requestLog];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */
 const DEADLINE_MS = 12 * 60_000;
