@@ -64,11 +64,10 @@ function callLine(e: CallEvent, c: Palette): string {
         ? c.dim(code)
         : paintCode(code, e.responseCode, c);
   const by = inbound
-    ? e.rule !== null
-      ? c.bold(e.rule)
-      : (e.answeredBy ?? "built-in")
+    ? (e.rule ?? e.answeredBy ?? "built-in")
     : `${e.pharmacy ?? e.target ?? ""} attempt ${e.attempt ?? 1}`;
-  const byColumn = by + " ".repeat(Math.max(0, BY_WIDTH - visibleLength(by)));
+  // Padded as text, then painted: colour codes take no room on a terminal.
+  const byColumn = (inbound && e.rule !== null ? c.bold(by) : by) + " ".repeat(Math.max(0, BY_WIDTH - by.length));
   const notes = [
     e.fault !== undefined ? c.red(`fault ${e.fault}`) : "",
     e.duplicate ? c.yellow("duplicate") : "",
@@ -90,9 +89,6 @@ function callLine(e: CallEvent, c: Palette): string {
 
 /** Width of the "answered by" column: most rule names fit. */
 const BY_WIDTH = 22;
-
-/** Length as shown on a terminal: without colour codes. */
-const visibleLength = (text: string) => text.replace(/\u001b\[\d+m/g, "").length;
 
 function paintStatus(text: string, status: number, c: Palette): string {
   if (status >= 500) return c.red(text);
