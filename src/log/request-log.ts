@@ -158,8 +158,6 @@ export function createRequestLog(settings: LogSettings, streams: LogStreams): Re
     },
     destination,
   );
-  const at = (level: "info" | "warn") => (message: string, fields?: LogFields) =>
-    fields === undefined ? log[level](message) : log[level](fields, message);
 
   // Calls are queued as they are recorded and logged together on the next turn of the event loop, in one
   // write: the request path only pushes to an array.
@@ -182,11 +180,21 @@ export function createRequestLog(settings: LogSettings, streams: LogStreams): Re
     }
   };
 
+  // The sandbox's own messages come after the lines of the calls before them (a failed push after its attempts).
+  const at = (level: "info" | "warn") => (message: string, fields?: LogFields) => {
+    drain();
+    if (fields === undefined) log[level](message);
+    else log[level](fields, message);
+  };
   return {
     logger: {
       info: at("info"),
       warn: at("warn"),
-      error: (message, error) => (error === undefined ? log.error(message) : log.error({ err: error }, message)),
+      error: (message, error) => {
+        drain();
+        if (error === undefined) log.error(message);
+        else log.error({ err: error }, message);
+      },
     },
     observe(events) {
       const onAdmin = (a: SandboxEventMap["admin:answered"][0]) =>
