@@ -13,7 +13,7 @@ import { scriptedReply } from "../scenarios/respond.js";
 import type { Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
-import { messageFingerprint } from "./fingerprint.js";
+import { type MessageIdentity, messageIdentity, sameMessage } from "./fingerprint.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
@@ -54,15 +54,15 @@ export interface Answer {
 }
 
 /**
- * A processed answer as the duplicate memory keeps it: serialized UTF-8, a
- * fraction of the object graph's size; with the message's content fingerprint
- * (a hash, not the content) and the call that brought it.
+ * A processed answer as the duplicate memory keeps it: the serialized body
+ * (the same string the journal holds for the call, so no second copy), what
+ * tells an exact resend of the message, and the call that brought it.
  */
 export interface StoredAnswer {
   status: number;
-  body: Buffer;
-  /** messageFingerprint of the message answered. */
-  fingerprint: string;
+  body: string;
+  /** The message answered, as messageIdentity took it. */
+  identity: MessageIdentity;
   /** Journal id of the call, when known. */
   callId: string | undefined;
   at: Date;
@@ -208,21 +208,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     if (options.proxy) return forward({ operation, messageId, ...ruled });
 
-    // Once per processed message, before a handler could touch the message.
-    const fingerprint = messageFingerprint(message.bundle as unknown as Record<string, unknown>);
+    // Before a handler could touch the message.
+    const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
-    if (earlier?.fingerprint === fingerprint) {
-      const text = earlier.body.toString("utf8");
+    if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
       return {
-        ...answer(earlier.status, JSON.parse(text), { operation, messageId }),
+        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
         duplicate: true,
         ...ruled,
         headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
-        serialized: text,
+        serialized: earlier.body,
       };
     }
     if (earlier)
       return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
+    const identity = messageIdentity(bundle, envelope.text);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -255,8 +255,8 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const serialized = JSON.stringify(built.body);
     deps.replays.remember(messageId, {
       status: built.status,
-      body: Buffer.from(serialized, "utf8"),
-      fingerprint,
+      body: serialized,
+      identity,
       callId: inbound.call?.id,
       at: inbound.call?.at ?? deps.now(),
     });
