@@ -23,7 +23,7 @@ import { ReplayCache } from "./pipeline/replay-cache.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
-import { applyFixtures } from "./scenarios/fixtures.js";
+import { applyFixtures, rulePatientKeys } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
@@ -115,19 +115,19 @@ export function createApp(
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
-  const store = new SandboxStore({
-    seed: options.seed,
-    emiratesIdSystem: options.emiratesIdSystem,
-    now: deps.now,
-    newId: deps.newId,
-  });
+  const store = new SandboxStore(
+    { seed: options.seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId },
+    { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
+  );
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
-        else
+        if (ok) {
+          deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
+          store.pinKeys(rulePatientKeys(scenarios.scenarios));
+        } else
           deps.logger.error(
             `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
           );
@@ -137,8 +137,11 @@ export function createApp(
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
-  const fixturesOf = (list: readonly LoadedScenario[]) =>
+  const fixturesOf = (list: readonly LoadedScenario[]) => {
+    // Runtime scenarios (POST /__admin/scenarios) may name patients too; reset cleared the pins.
+    store.pinKeys(rulePatientKeys(scenarios.scenarios));
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
+  };
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";

@@ -90,14 +90,29 @@ export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
   admin.use("*", adminAuth(deps.adminToken));
 
-  admin.get("/health", (c) =>
-    c.json({
+  admin.get("/health", (c) => {
+    const memory = process.memoryUsage();
+    return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
       calls: deps.journal.size,
-    }),
-  );
+      // What is held against its limits, so that a long-running shared sandbox can be watched.
+      journal: {
+        calls: deps.journal.size,
+        maxCalls: deps.journal.limits.maxCalls,
+        bodyBytes: deps.journal.bytes,
+        maxBodyBytes: deps.journal.limits.maxBytes,
+      },
+      store: deps.store.counts(),
+      memory: {
+        rssBytes: memory.rss,
+        heapUsedBytes: memory.heapUsed,
+        heapTotalBytes: memory.heapTotal,
+        externalBytes: memory.external,
+      },
+    });
+  });
 
   admin.get("/operations", (c) =>
     c.json({

@@ -81,6 +81,11 @@ export class Journal {
     return this.#live();
   }
 
+  /** Body bytes held (UTF-8), against limits.maxBytes. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   /** Calls matching the filter, oldest first. */
   list(filter: CallFilter = {}): CallRecord[] {
     const out: CallRecord[] = [];

@@ -56,7 +56,11 @@ export function messageIdentity(bundle: Record<string, unknown>, text: string | 
 }
 
 /** Whether `bundle` is the message remembered as `earlier`, resent (same text, or the same fingerprint). */
-export function sameMessage(earlier: MessageIdentity, bundle: Record<string, unknown>, text: string | undefined): boolean {
+export function sameMessage(
+  earlier: MessageIdentity,
+  bundle: Record<string, unknown>,
+  text: string | undefined,
+): boolean {
   if ("text" in earlier) {
     if (earlier.text === text) return true;
     return messageFingerprint(JSON.parse(earlier.text) as Record<string, unknown>) === messageFingerprint(bundle);

@@ -44,7 +44,8 @@ async function run(limit) {
   return { result, seconds, latencies: Float64Array.from(latencies).sort() };
 }
 
-const at = (sorted, q) => (sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)]);
+const at = (sorted, q) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 
 if (job.warmup) await run({ amount: job.warmup });
 const { result, seconds, latencies } = await run(job.amount ? { amount: job.amount } : { duration: job.duration });

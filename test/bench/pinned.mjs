@@ -30,9 +30,7 @@ export function pinning() {
 
 /** argv for `node args…` on `core` (through taskset where it can pin). */
 function onCore(core, nodeArgs) {
-  return canPin
-    ? ["taskset", ["-c", String(core), process.execPath, ...nodeArgs]]
-    : [process.execPath, nodeArgs];
+  return canPin ? ["taskset", ["-c", String(core), process.execPath, ...nodeArgs]] : [process.execPath, nodeArgs];
 }
 
 /**
@@ -43,7 +41,8 @@ function onCore(core, nodeArgs) {
  * @returns {Promise<{ url: string, pid: number, child: import("node:child_process").ChildProcess, stop(): Promise<void> }>}
  */
 export async function startPinned({ kind, args = [], nodeOptions = [], path, cannedFile, env, timeoutMs = 30_000 }) {
-  const script = kind === "sandbox" ? [CLI, "serve", "--port", "0", "--host", "127.0.0.1", ...args] : [BARE, kind, path, cannedFile];
+  const script =
+    kind === "sandbox" ? [CLI, "serve", "--port", "0", "--host", "127.0.0.1", ...args] : [BARE, kind, path, cannedFile];
   const [command, argv] = onCore(SERVER_CORE, [...nodeOptions, ...script]);
   const child = spawn(command, argv, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
   const url = await listeningUrl(child, timeoutMs).catch(async (error) => {
@@ -72,7 +71,8 @@ export async function load(job, timeoutMs) {
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const [code] = await once(child, "exit");
   clearTimeout(timer);
-  if (code !== 0) throw new Error(`the load generator failed (${code ?? "killed after timeout"}): ${err.slice(0, 2000)}`);
+  if (code !== 0)
+    throw new Error(`the load generator failed (${code ?? "killed after timeout"}): ${err.slice(0, 2000)}`);
   return JSON.parse(out.trim().split("\n").at(-1));
 }
 
