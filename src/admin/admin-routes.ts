@@ -7,8 +7,9 @@ import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
-import { callView } from "../journal/call-view.js";
-import type { CallFilter, Journal } from "../journal/journal.js";
+import type { CallRecord } from "../journal/call-record.js";
+import { callJson, callView } from "../journal/call-view.js";
+import type { Journal } from "../journal/journal.js";
 import { redactHeaders } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
@@ -64,8 +65,32 @@ const callQuery = z
       .transform((s) => new Date(s))
       .optional(),
     limit: z.coerce.number().int().min(1).optional(),
+    order: z.enum(["asc", "desc"]).optional(),
+    cursor: z
+      .string()
+      .regex(/^\d{1,15}$/, "a cursor is the `next` of an earlier page (0 starts at the oldest call)")
+      .transform(Number)
+      .optional(),
+    format: z.enum(["json", "ndjson"]).optional(),
   })
   .strict();
+
+/** Lines of NDJSON are sent in chunks of about this size: one write per call would cost more than the call. */
+const NDJSON_CHUNK = 64 * 1024;
+
+/** The calls as NDJSON, one call a line, serialized as the client reads: a full journal is never one string. */
+function ndjsonStream(calls: readonly CallRecord[]): ReadableStream<Uint8Array> {
+  const encoder = new TextEncoder();
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let chunk = "";
+      while (i < calls.length && chunk.length < NDJSON_CHUNK) chunk += `${callJson(calls[i++] as CallRecord)}\n`;
+      if (chunk !== "") controller.enqueue(encoder.encode(chunk));
+      if (i >= calls.length) controller.close();
+    },
+  });
+}
 
 async function jsonBody(
   c: Context,
@@ -131,7 +156,18 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    return c.json({ calls: deps.journal.list(query.data as CallFilter).map(callView) });
+    const { format, ...pageQuery } = query.data;
+    const page = deps.journal.page(pageQuery);
+    const next = page.next === null ? null : String(page.next);
+    if (format === "ndjson") {
+      return c.body(ndjsonStream(page.calls), 200, {
+        "content-type": "application/x-ndjson; charset=utf-8",
+        ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
+      });
+    }
+    // Calls spliced in as serialized (callJson): the same JSON as c.json would make, without parsing bodies again.
+    const text = `{"calls":[${page.calls.map(callJson).join(",")}],"next":${JSON.stringify(next)}}`;
+    return c.body(text, 200, { "content-type": "application/json" });
   });
 
   admin.get("/calls/export", (c) => {
@@ -146,18 +182,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    const calls = deps.journal.list();
-    const encoder = new TextEncoder();
-    let i = 0;
-    // One line per call, produced as the client reads, so a full journal is never one big string.
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        const call = calls[i++];
-        if (call) controller.enqueue(encoder.encode(`${JSON.stringify(callView(call))}\n`));
-        else controller.close();
-      },
-    });
-    return c.body(stream, 200, { "content-type": "application/x-ndjson; charset=utf-8" });
+    return c.body(ndjsonStream(deps.journal.list()), 200, { "content-type": "application/x-ndjson; charset=utf-8" });
   });
 
   admin.delete("/calls", (c) => {

@@ -62,6 +62,7 @@ export function mountMessageRoutes(
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
         call: c.get("call"),
       });
+      c.set("requestJson", answer.requestJson === true);
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);

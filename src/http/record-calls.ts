@@ -24,6 +24,8 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("call", { id, at });
     c.set("bodyText", "");
     c.set("responseText", "");
+    c.set("requestJson", false);
+    c.set("responseJson", false);
     c.set("operation", null);
     c.set("messageId", null);
     c.set("duplicate", false);
@@ -60,6 +62,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         ...(c.get("duplicate") ? { duplicate: true } : {}),
         ...(c.get("upstream") ? { upstream: c.get("upstream") as string } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
+        ...(c.get("requestJson") && c.get("responseJson") && !unanswered ? { jsonBodies: true as const } : {}),
         request: {
           method: c.req.method,
           url: url.href,

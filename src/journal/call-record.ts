@@ -28,6 +28,11 @@ export interface CallDraft {
   /** Push deliveries: where to, and which attempt. */
   target?: string;
   attempt?: number;
+  /**
+   * Both bodies are known to be JSON text (or empty): the request parsed, the answer was serialized by the
+   * sandbox. Views then put them into their JSON as they are, without parsing them again (callJson).
+   */
+  jsonBodies?: true;
 }
 
 export interface CallRecord extends Omit<CallDraft, "id"> {

@@ -1,6 +1,6 @@
 import { closeSync, existsSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import type { SandboxEvents } from "../events.js";
-import { callView } from "./call-view.js";
+import { callJson } from "./call-view.js";
 
 /** How much of a journal file's end is read to find the last call id. */
 const TAIL_BYTES = 1024 * 1024;
@@ -38,7 +38,7 @@ export function nextIdAfter(path: string): number {
  */
 export class JournalFile {
   readonly #fd: number;
-  readonly #onRecorded: (record: Parameters<typeof callView>[0]) => void;
+  readonly #onRecorded: (record: Parameters<typeof callJson>[0]) => void;
 
   constructor(
     readonly path: string,
@@ -53,7 +53,7 @@ export class JournalFile {
       if (last[0] !== 0x0a) writeSync(this.#fd, "\n");
     }
     this.#onRecorded = (record) => {
-      writeSync(this.#fd, `${JSON.stringify(callView(record))}\n`);
+      writeSync(this.#fd, `${callJson(record)}\n`);
     };
     events.on("call:recorded", this.#onRecorded);
   }

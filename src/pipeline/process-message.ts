@@ -1,5 +1,5 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
-import { decodeEnvelope } from "../envelope/envelope.js";
+import { type DecodedEnvelope, decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
@@ -51,6 +51,8 @@ export interface Answer {
   forward?: true;
   /** `body` as JSON text, when the pipeline serialized it already. */
   serialized?: string;
+  /** The request body was JSON (the envelope could be read). */
+  requestJson?: true;
 }
 
 /**
@@ -150,6 +152,10 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     if (!envelope.ok) return notProcessed(400, envelope.issues);
+    return { ...(await processEnvelope(inbound, envelope)), requestJson: true };
+  };
+
+  async function processEnvelope(inbound: InboundMessage, envelope: DecodedEnvelope & { ok: true }): Promise<Answer> {
 
     // Every resource of the message against R4, before anything else (CONTRACT §11).
     const checked = validateMessage(envelope.bundle, options);
@@ -261,7 +267,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       at: inbound.call?.at ?? deps.now(),
     });
     return { ...built, ...ruled, serialized };
-  };
+  }
 }
 
 export type MessagePipeline = ReturnType<typeof createMessagePipeline>;
