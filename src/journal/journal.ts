@@ -142,7 +142,8 @@ export class Journal {
       return { calls: calls.reverse(), next: null };
     }
     const step = order === "asc" ? 1 : -1;
-    let i = order === "asc" ? this.#firstAfter(cursor ?? 0) : this.#firstAfter((cursor ?? Number.MAX_SAFE_INTEGER) - 1) - 1;
+    let i =
+      order === "asc" ? this.#firstAfter(cursor ?? 0) : this.#firstAfter((cursor ?? Number.MAX_SAFE_INTEGER) - 1) - 1;
     let last = -1;
     for (; i >= this.#start && i < end; i += step) {
       const call = this.#calls[i] as CallRecord;

@@ -156,7 +156,6 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
   };
 
   async function processEnvelope(inbound: InboundMessage, envelope: DecodedEnvelope & { ok: true }): Promise<Answer> {
-
     // Every resource of the message against R4, before anything else (CONTRACT §11).
     const checked = validateMessage(envelope.bundle, options);
     const read = readMessage(envelope.bundle);
