@@ -2,7 +2,7 @@
 // one core, the load generator (load-client.mjs, autocannon) on the other, so
 // neither steals the other's CPU. Falls back to unpinned where taskset or a
 // second core is missing, and says so (pinning()).
-import { spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
@@ -36,7 +36,7 @@ function onCore(core, nodeArgs) {
 /**
  * Starts a server process on the server core and waits for its "listening on
  * URL" line. `kind`: "sandbox" (the CLI with `args`), "hono" or "node" (bare-server.mjs
- * answering `canned`). `nodeOptions` go before the script (e.g. --cpu-prof).
+ * answering `cannedFile`). `nodeOptions` go before the script (e.g. --cpu-prof); `ipc` opens an IPC channel.
  *
  * @returns {Promise<{ url: string, pid: number, child: import("node:child_process").ChildProcess, stop(): Promise<void> }>}
  */
@@ -75,6 +75,24 @@ export async function load(job, timeoutMs) {
     throw new Error(`the load generator failed (${code ?? "killed after timeout"}): ${err.slice(0, 2000)}`);
   return JSON.parse(out.trim().split("\n").at(-1));
 }
+
+/**
+ * CPU time (user + system) a process has used, in microseconds, from /proc:
+ * per request, steadier than requests per second on a shared machine.
+ */
+export function cpuMicros(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return (ticks * 1e6) / CLOCK_TICKS;
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
 
 /** Resident set (VmRSS) and its peak (VmHWM) of a process, in bytes, from /proc. */
 export function rssOf(pid) {
