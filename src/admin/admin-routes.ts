@@ -75,22 +75,34 @@ const callQuery = z
   })
   .strict();
 
-/** Lines of NDJSON are sent in chunks of about this size: one write per call would cost more than the call. */
-const NDJSON_CHUNK = 64 * 1024;
+/** Listings are sent in chunks of about this size. */
+const CHUNK = 64 * 1024;
 
-/** The calls as NDJSON, one call a line, serialized as the client reads: a full journal is never one string. */
-function ndjsonStream(calls: readonly CallRecord[]): ReadableStream<Uint8Array> {
-  const encoder = new TextEncoder();
+/**
+ * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
+ * of about 64 KiB: a full journal is never one string, and one write per call would cost more than the call.
+ */
+function callsStream(
+  calls: readonly CallRecord[],
+  text: { open: string; separator: string; close: string },
+): ReadableStream<Uint8Array> {
   let i = 0;
   return new ReadableStream<Uint8Array>({
     pull(controller) {
-      let chunk = "";
-      while (i < calls.length && chunk.length < NDJSON_CHUNK) chunk += `${callJson(calls[i++] as CallRecord)}\n`;
-      if (chunk !== "") controller.enqueue(encoder.encode(chunk));
+      let chunk = i === 0 ? text.open : "";
+      while (i < calls.length && chunk.length < CHUNK) {
+        chunk += (i > 0 ? text.separator : "") + callJson(calls[i++] as CallRecord);
+      }
+      if (i >= calls.length) chunk += text.close;
+      if (chunk !== "") controller.enqueue(Buffer.from(chunk, "utf8"));
       if (i >= calls.length) controller.close();
     },
   });
 }
+
+/** One call a line (NDJSON). */
+const ndjsonStream = (calls: readonly CallRecord[]) =>
+  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" });
 
 async function jsonBody(
   c: Context,
@@ -165,9 +177,11 @@ export function adminRoutes(deps: AdminDeps): Hono {
         ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
       });
     }
-    // Calls spliced in as serialized (callJson): the same JSON as c.json would make, without parsing bodies again.
-    const text = `{"calls":[${page.calls.map(callJson).join(",")}],"next":${JSON.stringify(next)}}`;
-    return c.body(text, 200, { "content-type": "application/json" });
+    // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
+    const close = `],"next":${JSON.stringify(next)}}`;
+    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }), 200, {
+      "content-type": "application/json",
+    });
   });
 
   admin.get("/calls/export", (c) => {

@@ -1,13 +1,15 @@
 // The load generator, run as its own process (pinned to the other core by
 // pinned.mjs): autocannon, one fresh MessageHeader id per request (a reused
 // id is a replay, not work), warm-up requests first and not counted.
-// Reads its job as JSON from argv[2]; prints the result as one JSON line.
+// Reads its job as JSON from stdin; prints the result as one JSON line.
 //
 // job: { url, templates: string[] (bodies with __MESSAGE_ID__), prefix, connections,
 //        warmup?: number, amount?: number, duration?: seconds, timeoutS?: number }
 import autocannon from "autocannon";
 
-const job = JSON.parse(process.argv[2]);
+let input = "";
+for await (const chunk of process.stdin) input += chunk;
+const job = JSON.parse(input);
 const MESSAGE_ID = "__MESSAGE_ID__";
 let n = 0;
 const nextBody = () => {

@@ -40,11 +40,22 @@ function onCore(core, nodeArgs) {
  *
  * @returns {Promise<{ url: string, pid: number, child: import("node:child_process").ChildProcess, stop(): Promise<void> }>}
  */
-export async function startPinned({ kind, args = [], nodeOptions = [], path, cannedFile, env, timeoutMs = 30_000 }) {
+export async function startPinned({
+  kind,
+  args = [],
+  nodeOptions = [],
+  path,
+  cannedFile,
+  env,
+  ipc = false,
+  timeoutMs = 30_000,
+}) {
   const script =
     kind === "sandbox" ? [CLI, "serve", "--port", "0", "--host", "127.0.0.1", ...args] : [BARE, kind, path, cannedFile];
   const [command, argv] = onCore(SERVER_CORE, [...nodeOptions, ...script]);
-  const child = spawn(command, argv, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, ...env } });
+  // With ipc, the channel's descriptor passes through taskset's exec to node (memory-probe.mjs answers on it).
+  const stdio = ["ignore", "pipe", "pipe", ...(ipc ? ["ipc"] : [])];
+  const child = spawn(command, argv, { cwd: ROOT, stdio, env: { ...process.env, ...env } });
   const url = await listeningUrl(child, timeoutMs).catch(async (error) => {
     await stopChild(child);
     throw error;
@@ -58,8 +69,9 @@ export async function startPinned({ kind, args = [], nodeOptions = [], path, can
  * { requests, seconds, rps, p50, p99, max, errors, timeouts, resets, statuses, bytesRead }.
  */
 export async function load(job, timeoutMs) {
-  const [command, argv] = onCore(LOAD_CORE, [LOAD_CLIENT, JSON.stringify(job)]);
-  const child = spawn(command, argv, { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  const [command, argv] = onCore(LOAD_CORE, [LOAD_CLIENT]);
+  const child = spawn(command, argv, { cwd: ROOT, stdio: ["pipe", "pipe", "pipe"] });
+  child.stdin.end(JSON.stringify(job));
   let out = "";
   let err = "";
   child.stdout.on("data", (chunk) => {
