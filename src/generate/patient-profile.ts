@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { base, en, Faker } from "@faker-js/faker";
+import type { Faker } from "@faker-js/faker";
+import { englishFaker } from "./faker.js";
 import type {
   AllergyIntolerance,
   Coding,
@@ -52,7 +53,7 @@ export const GENERATED_TAG = {
 
 function seededFaker(seed: string, key: string): Faker {
   const digest = createHash("sha256").update(`${seed}\u0000${key}`).digest();
-  const faker = new Faker({ locale: [en, base] });
+  const faker = englishFaker();
   faker.seed([digest.readUInt32BE(0), digest.readUInt32BE(4), digest.readUInt32BE(8), digest.readUInt32BE(12)]);
   return faker;
 }

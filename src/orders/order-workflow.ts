@@ -1,5 +1,6 @@
 import { createHash } from "node:crypto";
-import { base, en, Faker } from "@faker-js/faker";
+import type { Faker } from "@faker-js/faker";
+import { englishFaker } from "../generate/faker.js";
 import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Resource, Task } from "fhir/r4.js";
 import { emiratesId } from "../domain/emirates-id.js";
 import type { SandboxEvents } from "../events.js";
@@ -125,7 +126,7 @@ export class OrderWorkflow {
     }
     const n = ++this.#sequence;
     const id = String(n);
-    const faker = new Faker({ locale: [en, base] });
+    const faker = englishFaker();
     const digest = createHash("sha256").update(`${deps.seed}\u0000order\u0000${n}`).digest();
     faker.seed([digest.readUInt32BE(0), digest.readUInt32BE(4)]);
 

@@ -1,4 +1,5 @@
-import { base, en, Faker } from "@faker-js/faker";
+import type { Faker } from "@faker-js/faker";
+import { englishFaker } from "../generate/faker.js";
 import { compilePath } from "../fhir/fhirpath.js";
 
 /**
@@ -39,7 +40,7 @@ const FAKER_MODULES = new Set([
   "commerce",
 ]);
 
-const faker = new Faker({ locale: [en, base] });
+const faker = englishFaker();
 
 function compileExpression(source: string): { ok: true; part: Part } | { ok: false; problem: string } {
   const call = CALL.exec(source);
