@@ -1,6 +1,5 @@
 import { createHash } from "node:crypto";
 import type { Faker } from "@faker-js/faker";
-import { englishFaker } from "./faker.js";
 import type {
   AllergyIntolerance,
   Coding,
@@ -17,6 +16,7 @@ import { birthYearOf, EMIRATES_ID_SYSTEM, emiratesId } from "../domain/emirates-
 import { DIASTOLIC, LOINC, SYSTOLIC, UCUM, VITAL_SIGNS_CATEGORY, vitalSign } from "../domain/vital-signs.js";
 import { stableUuid } from "../fhir/ids.js";
 import { ALLERGENS, CONDITIONS, PROCEDURES, TASK_KIND_SYSTEM, TASK_TEMPLATES } from "./clinical-codes.js";
+import { englishFaker } from "./faker.js";
 import { EMIRATES, FAMILY, FEMALE_GIVEN, MALE_GIVEN } from "./names.js";
 
 /** Generated dates count back from this fixed day, so a profile is the same on every run. */

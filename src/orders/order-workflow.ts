@@ -1,12 +1,12 @@
 import { createHash } from "node:crypto";
 import type { Faker } from "@faker-js/faker";
-import { englishFaker } from "../generate/faker.js";
 import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Resource, Task } from "fhir/r4.js";
 import { emiratesId } from "../domain/emirates-id.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { outboundMessage } from "../fhir/response-message.js";
 import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
+import { englishFaker } from "../generate/faker.js";
 import type { PushDispatcher, PushResult } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import { bestOption, readConfirmation } from "./confirmation.js";

@@ -1,6 +1,6 @@
 import type { Faker } from "@faker-js/faker";
-import { englishFaker } from "../generate/faker.js";
 import { compilePath } from "../fhir/fhirpath.js";
+import { englishFaker } from "../generate/faker.js";
 
 /**
  * Templates in scenario responses: `{{ expression }}` inside any string.

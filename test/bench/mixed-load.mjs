@@ -5,9 +5,9 @@
 // the memory target.
 import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
 import { fmt, int } from "./load.mjs";
+import { TARGETS } from "./memory.mjs";
 import { addAllergyEnvelope, benchEmiratesId, invalidEnvelopes } from "./messages.mjs";
 import { load, pinning, rssOf, startPinned } from "./pinned.mjs";
-import { TARGETS } from "./memory.mjs";
 
 const SECONDS = 30;
 const CONNECTIONS = 50;
