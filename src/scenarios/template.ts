@@ -1,4 +1,3 @@
-import type { Faker } from "@faker-js/faker";
 import { compilePath } from "../fhir/fhirpath.js";
 import { englishFaker } from "../generate/faker.js";
 
