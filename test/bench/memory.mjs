@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
 import { adminCall, fmt, int, median, post, within } from "./load.mjs";
 import { addAllergyEnvelope, benchEmiratesId } from "./messages.mjs";
-import { load, pinning, rssOf, startPinned } from "./pinned.mjs";
+import { load, pinning, rssOf, startPinned, timedGet } from "./pinned.mjs";
 
 const PROBE = fileURLToPath(new URL("./memory-probe.mjs", import.meta.url));
 const PATIENTS = 1000;
@@ -35,14 +35,35 @@ async function afterGc(child, timeoutMs) {
   return memory;
 }
 
-/** Milliseconds from sending a GET to having read all of its answer, and the bytes read. */
-async function timedGet(url, timeoutMs) {
-  const started = performance.now();
-  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-  let bytes = 0;
-  for await (const chunk of res.body) bytes += chunk.byteLength;
-  if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}`);
-  return { ms: performance.now() - started, bytes, next: res.headers.get("x-sandbox-next-cursor") };
+/** timedGet, failing on an answer other than 200. */
+async function get(url, timeoutMs) {
+  const answer = await timedGet(url, timeoutMs);
+  if (answer.status !== 200) throw new Error(`GET ${url} answered ${answer.status}`);
+  return answer;
+}
+
+/** The Docker image's heap limit (Dockerfile NODE_OPTIONS). */
+const IMAGE_HEAP = "--max-old-space-size=320";
+
+/** RSS of the CLI run with the image's heap limit, after each checkpoint of the same load. */
+async function withImageHeap(templates, checkpoints) {
+  const server = await startPinned({ kind: "sandbox", args: ["--no-watch"], nodeOptions: [IMAGE_HEAP] });
+  try {
+    const rows = [];
+    let sent = 0;
+    for (const checkpoint of checkpoints) {
+      const url = `${server.url}${STANDARD_PATH}`;
+      await load(
+        { url, templates, prefix: `img-${sent}`, connections: CONNECTIONS, amount: checkpoint - sent },
+        600_000,
+      );
+      sent = checkpoint;
+      rows.push({ sent, rss: rssOf(server.pid).rss });
+    }
+    return { rows, peak: rssOf(server.pid).peak };
+  } finally {
+    await server.stop();
+  }
 }
 
 export const memory = {
@@ -92,14 +113,14 @@ export const memory = {
       const journalCalls = end.health.journal.calls;
       const firstPages = { asc: [], desc: [], legacy: [] };
       for (let i = 0; i < 20; i++) {
-        firstPages.asc.push((await timedGet(`${base}/__admin/calls?limit=100&cursor=0`, settings.timeoutMs)).ms);
-        firstPages.desc.push((await timedGet(`${base}/__admin/calls?limit=100&order=desc`, settings.timeoutMs)).ms);
-        firstPages.legacy.push((await timedGet(`${base}/__admin/calls?limit=100`, settings.timeoutMs)).ms);
+        firstPages.asc.push((await get(`${base}/__admin/calls?limit=100&cursor=0`, settings.timeoutMs)).ms);
+        firstPages.desc.push((await get(`${base}/__admin/calls?limit=100&order=desc`, settings.timeoutMs)).ms);
+        firstPages.legacy.push((await get(`${base}/__admin/calls?limit=100`, settings.timeoutMs)).ms);
       }
       const streams = [];
-      for (let i = 0; i < 3; i++) streams.push(await timedGet(`${base}/__admin/calls?format=ndjson`, 60_000));
-      const fullJson = await timedGet(`${base}/__admin/calls`, 60_000);
-      const mbps = median(streams.map((s) => s.bytes / MB / (s.ms / 1000)));
+      for (let i = 0; i < 3; i++) streams.push(await get(`${base}/__admin/calls?format=ndjson`, 60_000));
+      const fullJson = await get(`${base}/__admin/calls`, 60_000);
+      const mbps = median(streams.map((s) => s.bytes / 1e6 / (s.ms / 1000)));
       const firstPage = median(firstPages.asc);
       const withJournal = await afterGc(server.child, settings.timeoutMs);
       await adminCall(base, "DELETE", "/__admin/calls", undefined, settings.timeoutMs);
@@ -143,8 +164,20 @@ export const memory = {
         `| GET /__admin/calls, the whole journal as one JSON answer | ${fmt(fullJson.ms, 0)} ms, ${fmt(fullJson.bytes / MB, 1)} MiB |`,
         `| heap held per journaled call (heap after GC, full journal − cleared, / calls) | ${int(perCall)} bytes (bodies ${int(bodyPerCall)} bytes of it) |`,
       ].join("\n");
+      const image = await withImageHeap(templates, checkpoints);
+      const imageFlat = (image.rows.at(-1)?.rss ?? 0) / (image.rows.find((r) => r.sent === middle.sent)?.rss ?? 1);
+      const withImage = [
+        "",
+        `The same load on a fresh server with the Docker image's heap limit (\`NODE_OPTIONS=${IMAGE_HEAP}\`):`,
+        "",
+        "| messages sent | RSS MiB |",
+        "|---|---|",
+        ...image.rows.map((r) => `| ${int(r.sent)} | ${mb(r.rss)} |`),
+        "",
+        `Peak RSS (VmHWM): ${mb(image.peak)} MiB; RSS at ${int(total)} / at ${int(middle.sent)}: ${fmt(imageFlat)}.`,
+      ].join("\n");
       return {
-        markdown,
+        markdown: markdown + withImage,
         summary: [
           {
             what: `RSS after ${int(total)} add-allergy over ${int(PATIENTS)} patients, default settings`,
@@ -171,6 +204,12 @@ export const memory = {
             met: mbps >= TARGETS.ndjsonMBps,
           },
           { what: "memory per journaled call", value: `${int(perCall)} bytes/call (bodies ${int(bodyPerCall)})` },
+          {
+            what: `the same with the Docker image's ${IMAGE_HEAP}: RSS after ${int(total)}, and ${int(middle.sent)} → ${int(total)}`,
+            value: `${mb(image.rows.at(-1)?.rss ?? 0)} MiB (peak ${mb(image.peak)} MiB), ${fmt(imageFlat)}×`,
+            target: "fits a 512 MiB container, flat",
+            met: image.peak < 512 * MB && imageFlat <= TARGETS.flat,
+          },
         ],
       };
     } finally {

@@ -106,6 +106,44 @@ const CLOCK_TICKS = (() => {
   }
 })();
 
+const hasCurl = spawnSync("curl", ["--version"], { stdio: "ignore" }).status === 0;
+
+/**
+ * One GET read to its end: milliseconds from sending to the last byte, and
+ * the bytes. By curl on the load core where there is curl (its own clock, so
+ * starting the process is not counted), else by fetch in this process.
+ *
+ * @returns {Promise<{ ms: number, bytes: number, status: number }>}
+ */
+export async function timedGet(url, timeoutMs) {
+  if (hasCurl) {
+    const args = [
+      "-s",
+      "-o",
+      "/dev/null",
+      "--max-time",
+      String(timeoutMs / 1000),
+      "-w",
+      "%{http_code} %{time_total} %{size_download}",
+      url,
+    ];
+    const [command, argv] = canPin ? ["taskset", ["-c", String(LOAD_CORE), "curl", ...args]] : ["curl", args];
+    const child = spawn(command, argv, { stdio: ["ignore", "pipe", "ignore"] });
+    let out = "";
+    child.stdout.on("data", (chunk) => {
+      out += chunk;
+    });
+    await once(child, "exit");
+    const [status, seconds, bytes] = out.trim().split(" ").map(Number);
+    return { ms: seconds * 1000, bytes, status };
+  }
+  const started = performance.now();
+  const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  let bytes = 0;
+  for await (const chunk of res.body) bytes += chunk.byteLength;
+  return { ms: performance.now() - started, bytes, status: res.status };
+}
+
 /** Resident set (VmRSS) and its peak (VmHWM) of a process, in bytes, from /proc. */
 export function rssOf(pid) {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
