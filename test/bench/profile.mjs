@@ -143,16 +143,15 @@ export const profile = {
         "envelope, a hash for whoever asked for it); samples with none (the HTTP server, Hono, the event loop) count as " +
         `Node internals. Busy CPU per message: ${fmt(perMessage(steadyBusy), 0)} µs.`,
       "",
-      "| stage | share of busy CPU | µs per message |",
+      "| stage | share of the CPU spent on messages | µs per message |",
       "|---|---|---|",
-      ...steady.stages.map(
-        ([s, ms]) =>
-          `| ${s} | ${fmt((100 * ms) / steady.busyMs, 1)} % | ${s.startsWith("start-up") ? "–" : fmt(perMessage(ms), 1)} |`,
-      ),
+      ...steady.stages
+        .filter(([s]) => !s.startsWith("start-up"))
+        .map(([s, ms]) => `| ${s} | ${fmt((100 * ms) / steadyBusy, 1)} % | ${fmt(perMessage(ms), 1)} |`),
       "",
-      "| function (self time, top 15) | share of busy CPU |",
+      "| function (self time, top 15) | share of the CPU spent on messages |",
       "|---|---|",
-      ...steady.functions.slice(0, 15).map(([f, ms]) => `| \`${f}\` | ${fmt((100 * ms) / steady.busyMs, 1)} % |`),
+      ...steady.functions.slice(0, 15).map(([f, ms]) => `| \`${f}\` | ${fmt((100 * ms) / steadyBusy, 1)} % |`),
       "",
       `Start-up (spawn, first message, stop): ${fmt(startup.busyMs, 0)} ms busy.`,
       "",
