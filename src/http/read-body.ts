@@ -1,4 +1,12 @@
-export type BodyRead = { ok: true; text: string } | { ok: false; tooLarge: true; limit: number };
+export type BodyRead =
+  | { ok: true; text: string }
+  | { ok: false; tooLarge: true; limit: number }
+  /** The body did not arrive in full: the client went away, or the server's request timeout ended it. */
+  | { ok: false; tooLarge: false; error: string };
+
+/** What an answer says of a body that did not arrive in full (Node has already answered the client 408). */
+export const incompleteBody = (error: string) =>
+  `The request body did not arrive in full (${error}): the client went away, or took longer to send it than the server's request timeout (--request-timeout).`;
 
 /**
  * Reads a stream as UTF-8 text, stopping (and cancelling the stream) as soon
@@ -33,14 +41,19 @@ export async function readBody(request: Request, limit: number): Promise<BodyRea
   const length = request.headers.get("content-length");
   const declared = length === null ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true, limit };
-  if (Number.isFinite(declared)) {
-    // A declared length within the limit: read it whole. On the Node adapter arrayBuffer() reads the socket
-    // directly, where touching request.body builds a web Request and stream (a tenth of a message's cost).
-    // Decoded as readCapped does (a byte-order mark kept, so it is refused as before).
-    const bytes = await request.arrayBuffer();
-    if (bytes.byteLength > limit) return { ok: false, tooLarge: true, limit };
-    return { ok: true, text: Buffer.from(bytes).toString("utf8") };
+  try {
+    if (Number.isFinite(declared)) {
+      // A declared length within the limit: read it whole. On the Node adapter arrayBuffer() reads the socket
+      // directly, where touching request.body builds a web Request and stream (a tenth of a message's cost).
+      // Decoded as readCapped does (a byte-order mark kept, so it is refused as before).
+      const bytes = await request.arrayBuffer();
+      if (bytes.byteLength > limit) return { ok: false, tooLarge: true, limit };
+      return { ok: true, text: Buffer.from(bytes).toString("utf8") };
+    }
+    const read = await readCapped(request.body, limit);
+    return read.over ? { ok: false, tooLarge: true, limit } : { ok: true, text: read.text };
+  } catch (error) {
+    // Not a sandbox bug: the request's stream was aborted under it.
+    return { ok: false, tooLarge: false, error: (error as Error).message };
   }
-  const read = await readCapped(request.body, limit);
-  return read.over ? { ok: false, tooLarge: true, limit } : { ok: true, text: read.text };
 }

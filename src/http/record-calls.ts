@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { SandboxEvents } from "../events.js";
-import { redactHeaders } from "../journal/redact.js";
+import { headerRecord } from "../journal/redact.js";
 import type { EdgeEnv } from "./fhir-response.js";
 
 export interface RecorderDeps {
@@ -14,7 +14,8 @@ export interface RecorderDeps {
 
 /**
  * Wraps every non-admin call: when it has been answered, announces it as a
- * `call:completed` event with what the handlers left in the context.
+ * `call:completed` event with what the handlers left in the context (headers
+ * as they came: the journal redacts before it stores).
  */
 export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -32,6 +33,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("rule", null);
     c.set("fault", null);
     c.set("upstream", null);
+    c.set("trace", undefined);
     try {
       await next();
       // CONTRACT §5: every answer names its journal call, and the rule that answered.
@@ -61,20 +63,21 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         rule: c.get("rule"),
         ...(c.get("duplicate") ? { duplicate: true } : {}),
         ...(c.get("upstream") ? { upstream: c.get("upstream") as string } : {}),
+        ...(c.get("trace") ? { trace: c.get("trace") } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
         ...(c.get("requestJson") && c.get("responseJson") && !unanswered ? { jsonBodies: true as const } : {}),
         request: {
           method: c.req.method,
           url: url.href,
           path: url.pathname,
-          headers: redactHeaders(c.req.raw.headers),
+          headers: headerRecord(c.req.raw.headers),
           body: c.get("bodyText"),
         },
         response: unanswered
           ? null
           : {
               status: c.res.status,
-              headers: redactHeaders(c.res.headers),
+              headers: headerRecord(c.res.headers),
               body: c.get("responseText"),
             },
       });

@@ -1,3 +1,5 @@
+import type { RuleTrace } from "../scenarios/scenarios.js";
+
 /** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
 export interface CallDraft {
   /** An id reserved when the call started (Journal.reserveId); else the journal numbers it when recording. */
@@ -22,12 +24,20 @@ export interface CallDraft {
     headers: Record<string, string>;
     body: string;
   };
+  /**
+   * Request headers whose values are secret whatever they hold: a push's
+   * headers from the pharmacy's Subscription. The journal redacts them (and
+   * drops this list); the emitter sends the real values.
+   */
+  secretHeaders?: readonly string[];
   response: { status: number; headers: Record<string, string>; body: string } | null;
   /** Why an outbound delivery got no answer (timeout, refused, …). */
   error?: string;
   /** Push deliveries: where to, and which attempt. */
   target?: string;
   attempt?: number;
+  /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
+  trace?: RuleTrace;
   /**
    * Both bodies are known to be JSON text (or empty): the request parsed, the answer was serialized by the
    * sandbox. Views then put them into their JSON as they are, without parsing them again (callJson).

@@ -11,7 +11,7 @@ function shown(text: string): unknown {
 
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
-  const { size: _size, jsonBodies: _json, at, request, response, ...rest } = call;
+  const { size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   return {
     ...rest,
     at: at.toISOString(),
@@ -23,18 +23,24 @@ export function callView(call: CallRecord) {
 const BODY_SLOT = '"body":null}';
 
 /**
- * `JSON.stringify(callView(call))`, without parsing and re-serializing
- * bodies known to be JSON (`jsonBodies`): their text goes into the line as it
- * is. Parsing and serializing a call's bodies again cost a hundred
- * microseconds per call, on every journal-file write and listing.
+ * `JSON.stringify(callView(call))`, its `id` first and then `head`'s
+ * members, without parsing and re-serializing bodies known to be JSON
+ * (`jsonBodies`): their text goes into the line as it is. Parsing and
+ * serializing a call's bodies again cost a hundred microseconds per call, on
+ * every journal-file write and listing.
  *
  * @example
- *   writeSync(fd, `${callJson(call)}\n`);
+ *   writeSync(fd, `${callJson(call, { highestIdIssued: "12" })}\n`);
  */
-export function callJson(call: CallRecord): string {
-  if (!call.jsonBodies) return JSON.stringify(callView(call));
-  const { size: _size, jsonBodies: _json, at, request, response, ...rest } = call;
+export function callJson(call: CallRecord, head: Record<string, unknown> = {}): string {
+  if (!call.jsonBodies) {
+    const { id, ...view } = callView(call);
+    return JSON.stringify({ id, ...head, ...view });
+  }
+  const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   const skeleton = JSON.stringify({
+    id,
+    ...head,
     ...rest,
     at: at.toISOString(),
     request: { ...request, body: null },

@@ -69,7 +69,10 @@ describe("the store keeps at most --max-patients patients, the least recently us
     const stored = focusOf(added.body)[0] as AllergyIntolerance;
     await view(app, 2); // 1 forgotten, with its records
 
-    const update = await post(app, messageBundle("update-allergy", [{ ...stored, criticality: "low" }]));
+    const update = await post(
+      app,
+      messageBundle("update-allergy", [{ ...stored, criticality: "low" } as AllergyIntolerance]),
+    );
 
     expect(responseHeader(update.body).response?.code).toBe("fatal-error");
     expect(JSON.stringify(update.body)).toContain("not-found");
