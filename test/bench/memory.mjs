@@ -168,6 +168,7 @@ export const memory = {
       const imageFlat = (image.rows.at(-1)?.rss ?? 0) / (image.rows.find((r) => r.sent === middle.sent)?.rss ?? 1);
       const withImage = [
         "",
+        "",
         `The same load on a fresh server with the Docker image's heap limit (\`NODE_OPTIONS=${IMAGE_HEAP}\`):`,
         "",
         "| messages sent | RSS MiB |",
