@@ -35,6 +35,8 @@ export interface AdminDeps {
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
+  /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
+  workspaceAdminToken?(workspace: string): string | undefined;
   version: string;
   startedAt: Date;
   now(): Date;
@@ -88,7 +90,7 @@ const describeZod = (error: z.ZodError): string =>
 /** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
 export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
-  admin.use("*", adminAuth(deps.adminToken));
+  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
 
   admin.get("/health", (c) =>
     c.json({
@@ -104,6 +106,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
+        scope: op.scope,
         method: "POST",
         path: `${deps.basePath}${op.path}`,
         event: op.event,

@@ -93,6 +93,20 @@ export const SERVE_FLAGS: readonly Flag[] = [
     undefined,
     "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
   ),
+  flag(
+    "auth",
+    { oneOf: ["off", "oauth2"] },
+    "off",
+    "oauth2: message paths need a bearer token from POST /oauth2/token",
+  ),
+  flag("clients", "string", undefined, "YAML clients file of --auth oauth2: ids, secrets or keys, scopes, workspaces"),
+  flag("token-ttl", "duration", "5m", "lifetime of access tokens (--auth oauth2), in whole seconds"),
+  flag(
+    "token-key",
+    "string",
+    undefined,
+    "PEM private key (RSA: RS256, P-256: ES256) that signs access tokens; default a new one per start",
+  ),
 ];
 
 export interface ServeConfig {
@@ -163,6 +177,13 @@ export function resolveServeConfig(
     else if (env[f.env] !== undefined) v[f.name] = convert(f, env[f.env] as string, f.env);
     else v[f.name] = f.default === undefined ? undefined : convert(f, f.default, `default of --${f.name}`);
   }
+  if ((v.auth === "oauth2") !== (v.clients !== undefined && v.clients !== "")) {
+    throw new UsageError(
+      v.auth === "oauth2"
+        ? "--auth oauth2 needs --clients FILE (CLIENTS)"
+        : "--clients is read only with --auth oauth2 (AUTH)",
+    );
+  }
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -191,6 +212,10 @@ export function resolveServeConfig(
       publicUrl: (v["public-url"] as string | undefined) || undefined,
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       proxy: (v.proxy as string | undefined) || undefined,
+      auth: v.auth as SandboxOptions["auth"],
+      clientsFile: (v.clients as string | undefined) || undefined,
+      tokenTtlMs: v["token-ttl"] as number,
+      tokenKeyFile: (v["token-key"] as string | undefined) || undefined,
     },
   };
 }

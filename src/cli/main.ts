@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { clientsJsonSchema } from "../auth/clients-file.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
@@ -18,7 +19,7 @@ Usage:
   uae-fhir-sandbox [serve] [options]        serve the sandbox (default command)
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
                                             exit 1 with file:line:column: message for each problem
-  uae-fhir-sandbox schema                   print the JSON Schema of scenario files
+  uae-fhir-sandbox schema [clients]         print the JSON Schema of scenario files (or of clients files)
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
@@ -87,8 +88,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   }
   const [command = "serve", ...rest] = positionals;
   if (command === "validate") return validate(rest.length > 0 ? rest : ["./scenarios"], io);
-  if (command === "schema" && rest.length === 0) {
-    io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
+  if (command === "schema" && rest.length <= 1 && ["scenarios", "clients", undefined].includes(rest[0])) {
+    io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));
     return 0;
   }
   if (command !== "serve" || rest.length > 0) {

@@ -48,6 +48,14 @@ export interface SandboxOptions {
   journalFile: string | undefined;
   /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
   publicUrl: string | undefined;
+  /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
+  auth: "off" | "oauth2";
+  /** The OAuth2 clients (YAML); required with auth oauth2. */
+  clientsFile: string | undefined;
+  /** Lifetime of access tokens. */
+  tokenTtlMs: number;
+  /** PEM private key that signs access tokens; undefined: a fresh key at each start. */
+  tokenKeyFile: string | undefined;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -75,6 +83,10 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   publicUrl: undefined,
   journalFile: undefined,
   proxy: undefined,
+  auth: "off",
+  clientsFile: undefined,
+  tokenTtlMs: 5 * 60_000,
+  tokenKeyFile: undefined,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */
