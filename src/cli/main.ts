@@ -35,6 +35,7 @@ ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
 Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
 export interface CliIo {
