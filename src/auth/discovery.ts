@@ -16,6 +16,17 @@ export function endpointsAt(issuer: string): Endpoints {
   return { issuer, tokenEndpoint: `${issuer}${TOKEN_PATH}`, jwksUri: `${issuer}${JWKS_PATH}` };
 }
 
+/** What both discovery documents say: where the endpoints are, and how clients authenticate and for what. */
+const clientCredentials = (at: Endpoints, scopes: readonly string[]) => ({
+  issuer: at.issuer,
+  token_endpoint: at.tokenEndpoint,
+  jwks_uri: at.jwksUri,
+  scopes_supported: [...scopes],
+  grant_types_supported: ["client_credentials"],
+  token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+  token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
+});
+
 /**
  * Authorization server metadata (RFC 8414), served at
  * /.well-known/oauth-authorization-server and, for clients that discover the
@@ -24,17 +35,8 @@ export function endpointsAt(issuer: string): Endpoints {
  * endpoint, no ID tokens.
  */
 export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[]) {
-  return {
-    issuer: at.issuer,
-    token_endpoint: at.tokenEndpoint,
-    jwks_uri: at.jwksUri,
-    scopes_supported: [...scopes],
-    // Required by RFC 8414; the sandbox has no authorization endpoint, so no response type.
-    response_types_supported: [],
-    grant_types_supported: ["client_credentials"],
-    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
-    token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
-  };
+  // response_types_supported is required by RFC 8414; with no authorization endpoint there is none.
+  return { ...clientCredentials(at, scopes), response_types_supported: [] };
 }
 
 /**
@@ -44,13 +46,7 @@ export function authorizationServerMetadata(at: Endpoints, scopes: readonly stri
  */
 export function smartConfiguration(at: Endpoints, scopes: readonly string[]) {
   return {
-    issuer: at.issuer,
-    jwks_uri: at.jwksUri,
-    token_endpoint: at.tokenEndpoint,
-    token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
-    token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
-    grant_types_supported: ["client_credentials"],
-    scopes_supported: [...scopes],
+    ...clientCredentials(at, scopes),
     capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric"],
   };
 }

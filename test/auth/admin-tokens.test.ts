@@ -1,15 +1,9 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { admin } from "../admin/admin-client.js";
-import { quietLogger } from "../orders/pharmacy-client.js";
 import { authSandbox } from "./oauth-support.js";
 
 // The admin API with --auth oauth2 (CONTRACT §9, §13): the global --admin-token as before, plus the
 // adminToken the clients file gives a workspace — today every admin call acts on the default workspace.
-
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-});
 
 const withWorkspaceToken = (workspace: string) => `clients:
   - { id: suite, secret: suite-secret }
@@ -19,8 +13,7 @@ workspaces:
 `;
 
 function sandbox(clients: string, adminToken?: string) {
-  const s = authSandbox(clients, adminToken ? { adminToken } : {}, { logger: quietLogger });
-  closers.push(s.close);
+  const s = authSandbox(clients, adminToken ? { adminToken } : {});
   return s.app;
 }
 

@@ -2,15 +2,15 @@ import { generateKeyPairSync } from "node:crypto";
 import type { CapabilityStatement } from "fhir/r4.js";
 import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { quietLogger } from "../orders/pharmacy-client.js";
 import { example, messageBundle, post } from "../support/messages.js";
 import { emittedProblems } from "../support/validator.js";
 import {
   ALL_SCOPES,
   authSandbox,
   clientKeyPair,
+  closeAfterTest,
   discover,
   ISSUER,
   libraryOptions,
@@ -22,18 +22,12 @@ import {
 // Discovery (SMART configuration, RFC 8414 metadata), the published keys, what stays open, and where the
 // endpoints are with --public-url and --base-path.
 
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-});
-
 const CLIENTS = `clients:
   - { id: suite, secret: suite-secret }
 `;
 
 function sandbox(options: Parameters<typeof createApp>[0] = {}, clients = CLIENTS) {
-  const s = authSandbox(clients, options, { logger: quietLogger });
-  closers.push(s.close);
+  const s = authSandbox(clients, options);
   return s.app;
 }
 
@@ -204,8 +198,7 @@ describe("what stays open with --auth oauth2", () => {
 
 describe("without --auth (the default)", () => {
   it("no OAuth2 endpoints, no security in the CapabilityStatement, and messages need no token", async () => {
-    const s = createApp({}, { logger: quietLogger });
-    closers.push(s.close);
+    const s = closeAfterTest(createApp({}));
 
     for (const path of ["/oauth2/jwks", "/.well-known/smart-configuration", "/.well-known/openid-configuration"]) {
       expect((await getJson(s.app, path)).status, path).toBe(404);

@@ -1,14 +1,14 @@
 import type { webcrypto } from "node:crypto";
 import { Hono } from "hono";
 import * as oauth from "oauth4webapi";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAuth } from "../../src/auth/auth.js";
-import { quietLogger } from "../orders/pharmacy-client.js";
 import { refusedUrl, startReceiver } from "../support/receiver.js";
 import {
   ALL_SCOPES,
   authSandbox,
   clientKeyPair,
+  closeAfterTest,
   libraryOptions,
   libraryToken,
   TOKEN_ENDPOINT,
@@ -17,11 +17,6 @@ import {
 
 // A client's keys published at a jwksUrl on this machine, fetched at each private_key_jwt token request,
 // from a real HTTP server on 127.0.0.1 (the sandbox's own outbound fetch).
-
-const closers: Array<() => unknown> = [];
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-});
 
 const clientsAt = (url: string) => `clients:\n  - id: backend\n    jwksUrl: ${url}\n`;
 const keys = clientKeyPair("published-1");
@@ -35,9 +30,8 @@ describe("jwksUrl", () => {
     const next = await clientKeyPair("published-2");
     let published = [jwk];
     const server = await startReceiver(() => ({ status: 200, body: JSON.stringify({ keys: published }) }));
-    closers.push(server.close);
-    const sandbox = authSandbox(clientsAt(server.url), {}, { logger: quietLogger });
-    closers.push(sandbox.close);
+    closeAfterTest(server);
+    const sandbox = authSandbox(clientsAt(server.url), {});
 
     await expect(asBackend(sandbox.app, privateKey)).resolves.toMatchObject({ token_type: "bearer" });
     expect(server.received[0]).toMatchObject({ method: "GET" });
@@ -54,8 +48,7 @@ describe("jwksUrl", () => {
 
   it("nothing listening there → invalid_client saying the keys could not be read", async () => {
     const { privateKey } = await keys;
-    const sandbox = authSandbox(clientsAt(await refusedUrl()), {}, { logger: quietLogger });
-    closers.push(sandbox.close);
+    const sandbox = authSandbox(clientsAt(await refusedUrl()), {});
 
     await expect(asBackend(sandbox.app, privateKey)).rejects.toMatchObject({
       error: "invalid_client",
@@ -66,9 +59,8 @@ describe("jwksUrl", () => {
   it("a redirect is not followed → invalid_client", async () => {
     const { privateKey } = await keys;
     const server = await startReceiver(() => ({ status: 302, headers: { location: "https://keys.example.com/jwks" } }));
-    closers.push(server.close);
-    const sandbox = authSandbox(clientsAt(server.url), {}, { logger: quietLogger });
-    closers.push(sandbox.close);
+    closeAfterTest(server);
+    const sandbox = authSandbox(clientsAt(server.url), {});
 
     await expect(asBackend(sandbox.app, privateKey)).rejects.toMatchObject({
       error: "invalid_client",
@@ -79,7 +71,7 @@ describe("jwksUrl", () => {
   it("a URL that does not answer in time → invalid_client naming the timeout", async () => {
     const { privateKey } = await keys;
     const server = await startReceiver(() => "hang");
-    closers.push(server.close);
+    closeAfterTest(server);
     // The auth module on its own, with a short JWKS timeout (the sandbox's is 5 s).
     const auth = createAuth(
       {

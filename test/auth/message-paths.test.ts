@@ -1,8 +1,7 @@
 import type { AllergyIntolerance, Patient } from "fhir/r4.js";
 import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
-import { afterEach, describe, expect, it } from "vitest";
-import { quietLogger } from "../orders/pharmacy-client.js";
+import { describe, expect, it } from "vitest";
 import { OPERATION_CASES } from "../routing/operation-messages.js";
 import { journalledCall } from "../routing/response-checks.js";
 import { envelope, example, messageBundle, post, STANDARD } from "../support/messages.js";
@@ -10,11 +9,6 @@ import { authSandbox, ISSUER, libraryOptions, libraryToken, SCOPE_OF, withToken 
 
 // The message paths as a resource server (CONTRACT §13, RFC 6750): 401 without a usable token, 403 without
 // the operation's scope, each journaled; what stays open.
-
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-});
 
 const CLIENTS = `clients:
   - { id: everything, secret: everything-secret }
@@ -26,8 +20,7 @@ const CLIENTS = `clients:
 `;
 
 function sandbox(now?: () => Date) {
-  const s = authSandbox(CLIENTS, {}, { logger: quietLogger, ...(now ? { now } : {}) });
-  closers.push(s.close);
+  const s = authSandbox(CLIENTS, {}, now ? { now } : {});
   return s.app;
 }
 

@@ -4,9 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
-import { afterAll } from "vitest";
+import { afterAll, afterEach } from "vitest";
 import { createApp, type SandboxApp, type SandboxDeps } from "../../src/app.js";
 import type { SandboxOptions } from "../../src/config/options.js";
+import { quietLogger } from "../orders/pharmacy-client.js";
 
 /**
  * OAuth2 in tests: a clients file in a temporary folder, a sandbox with
@@ -21,7 +22,7 @@ export const TOKEN_ENDPOINT = `${ISSUER}/oauth2/token`;
 /** The four scopes of CONTRACT §13, written out (not read from the catalogue under test). */
 export const ALL_SCOPES = ["patient-profile.read", "patient-profile.write", "drug-orders", "health-programs"];
 
-/** CONTRACT §13 scopes per operation, written out from the issue (not read from the catalogue). */
+/** The 18 operations of CONTRACT §3 and the scope each needs (§13), written out from the issue (not read from the catalogue). */
 export const SCOPE_OF: Record<string, string> = {
   "view-patient-profile": "patient-profile.read",
   "add-allergy": "patient-profile.write",
@@ -48,6 +49,17 @@ afterAll(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
+const open: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const close of open.splice(0)) await close();
+});
+
+/** Closes `thing` (a sandbox, a receiver) after the running test; returns it. */
+export function closeAfterTest<T extends { close(): unknown }>(thing: T): T {
+  open.push(() => thing.close());
+  return thing;
+}
+
 /** Writes `text` as a file in a fresh temporary folder; returns its path. */
 export function tempFile(name: string, text: string): string {
   const dir = mkdtempSync(join(tmpdir(), "uae-auth-"));
@@ -57,13 +69,18 @@ export function tempFile(name: string, text: string): string {
   return file;
 }
 
-/** A sandbox with --auth oauth2 and this clients file (YAML text). */
+/** A sandbox with --auth oauth2 and this clients file (YAML text), closed after the test. */
 export function authSandbox(
   clientsYaml: string,
   options: Partial<SandboxOptions> = {},
   deps: Partial<SandboxDeps> = {},
 ): SandboxApp {
-  return createApp({ auth: "oauth2", clientsFile: tempFile("clients.yaml", clientsYaml), ...options }, deps);
+  return closeAfterTest(
+    createApp(
+      { auth: "oauth2", clientsFile: tempFile("clients.yaml", clientsYaml), ...options },
+      { logger: quietLogger, ...deps },
+    ),
+  );
 }
 
 /** oauth4webapi's options to reach the in-process app over plain http. */

@@ -1,17 +1,11 @@
 import type { webcrypto } from "node:crypto";
 import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
-import { afterEach, describe, expect, it } from "vitest";
-import { quietLogger } from "../orders/pharmacy-client.js";
+import { describe, expect, it } from "vitest";
 import { authSandbox, clientKeyPair, libraryOptions, libraryToken, TOKEN_ENDPOINT } from "./oauth-support.js";
 
 // POST /oauth2/token (CONTRACT §13): the client-credentials grant, errors as RFC 6749 §5.2, the magic
 // clients. Expected codes and statuses are written from RFC 6749 §5.2 and the issue, case by case.
-
-const closers: Array<() => void> = [];
-afterEach(() => {
-  for (const close of closers.splice(0)) close();
-});
 
 const basic = (id: string, secret: string) =>
   `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`;
@@ -29,8 +23,7 @@ const CLIENTS = `clients:
 `;
 
 function sandbox(clients = CLIENTS, now?: () => Date) {
-  const s = authSandbox(clients, {}, { logger: quietLogger, ...(now ? { now } : {}) });
-  closers.push(s.close);
+  const s = authSandbox(clients, {}, now ? { now } : {});
   return s.app;
 }
 
@@ -289,8 +282,7 @@ describe("token request successes", () => {
   });
 
   it("--token-ttl sets expires_in and the token's exp", async () => {
-    const s = authSandbox(CLIENTS, { tokenTtlMs: 90_000 }, { logger: quietLogger });
-    closers.push(s.close);
+    const s = authSandbox(CLIENTS, { tokenTtlMs: 90_000 });
 
     const token = await libraryToken(s.app, "clinic", oauth.ClientSecretPost("clinic-secret"));
 
