@@ -1,7 +1,7 @@
 import type { Context, Hono } from "hono";
 import type { EdgeEnv } from "../http/fhir-response.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
-import { verifyAccessToken } from "./access-token.js";
+import { rememberingVerifier } from "./access-token.js";
 import { type Access, authenticate } from "./bearer.js";
 import { JtiMemory } from "./client-assertion.js";
 import { clientRegistry } from "./client-registry.js";
@@ -77,9 +77,10 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
   const fixedIssuer = config.publicUrl?.replace(/\/+$/, "");
   const endpoints = (requestUrl: string) => endpointsAt(fixedIssuer ?? new URL(requestUrl).origin);
   const json = (c: Context, body: unknown) => c.json(body as object, 200);
+  const verify = rememberingVerifier(key);
 
   return {
-    authenticate: (authorization) => authenticate(authorization, (token) => verifyAccessToken(key, token, deps.now())),
+    authenticate: (authorization) => authenticate(authorization, (token) => verify(token, deps.now())),
     workspaceAdminToken: (workspace) => registry.adminToken(workspace),
     endpoints,
     mount(app) {
