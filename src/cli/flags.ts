@@ -79,7 +79,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
   flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
-  flag("public-url", "string", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  flag(
+    "public-url",
+    "string",
+    undefined,
+    "the sandbox's URL as pharmacies and OAuth2 clients see it: pushes' source, token issuer (default: the listening URL)",
+  ),
   // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
   flag(
     "journal-file",
@@ -100,7 +105,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "oauth2: message paths need a bearer token from POST /oauth2/token",
   ),
   flag("clients", "string", undefined, "YAML clients file of --auth oauth2: ids, secrets or keys, scopes, workspaces"),
-  flag("token-ttl", "duration", "5m", "lifetime of access tokens (--auth oauth2), in whole seconds"),
+  flag("token-ttl", "duration", "5m", "lifetime of access tokens (--auth oauth2), rounded up to whole seconds"),
   flag(
     "token-key",
     "string",
