@@ -12,7 +12,6 @@ import { sameSecret } from "./same-secret.js";
 
 /** The client authentication methods of the token endpoint (token_endpoint_auth_methods_supported). */
 export const CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"] as const;
-export type ClientAuthMethod = (typeof CLIENT_AUTH_METHODS)[number];
 
 /** What a token request presents to say which client it is. */
 type Presented =

@@ -85,7 +85,6 @@ export const clientsFileSchema = z
   .strict();
 
 export type ClientsFile = z.infer<typeof clientsFileSchema>;
-export type ClientEntry = ClientsFile["clients"][number];
 
 /** The JSON Schema of clients files (draft 2020-12), for editors and CI. */
 export function clientsJsonSchema(): Record<string, unknown> {
