@@ -26,6 +26,8 @@ export interface SandboxOptions {
   emiratesIdCheck: "error" | "warning" | "off";
   /** Folder (or file) of scenario YAML files; undefined for none. */
   scenarios: string | undefined;
+  /** Largest scenario file, bytes: a larger one is refused (the YAML alias and tag protections apply at any size). */
+  maxScenarioFile: number;
   /** Reload scenarios when their files change. */
   watch: boolean;
   /** Time a pharmacy has to confirm an order. */
@@ -48,6 +50,8 @@ export interface SandboxOptions {
   journalFile: string | undefined;
   /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
   publicUrl: string | undefined;
+  /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
+  redactHeaders: string[];
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
   /** The OAuth2 clients (YAML); required with auth oauth2. */
@@ -72,6 +76,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   validation: "strict",
   emiratesIdCheck: "error",
   scenarios: undefined,
+  // Room for a 10,000-rule file (2.6 MB) or a large recorded export.
+  maxScenarioFile: 16 * 1024 * 1024,
   watch: false,
   confirmDeadlineMs: 60_000,
   allocation: "first-confirmed",
@@ -83,6 +89,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   publicUrl: undefined,
   journalFile: undefined,
   proxy: undefined,
+  redactHeaders: [],
   auth: "off",
   clientsFile: undefined,
   tokenTtlMs: 5 * 60_000,
