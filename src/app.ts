@@ -25,6 +25,7 @@ import { ReplayCache } from "./pipeline/replay-cache.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
+import { operationNames } from "./routing/operation-names.js";
 import { applyFixtures } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
@@ -58,7 +59,8 @@ export const defaultDeps = (): SandboxDeps => ({
   fetch: (input, init) => fetch(input, init),
   logger: {
     info: (m) => console.log(m),
-    error: (m, e) => console.error(m, e),
+    // console.error(m, undefined) would print "m undefined": most errors (a refused reload) carry no Error.
+    error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
   },
   handlers: {},
 });
@@ -146,6 +148,7 @@ export function createApp(
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
+    operations: operationNames(catalogue),
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {

@@ -6,6 +6,7 @@ import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
 import { waitUntil } from "./journal/wait.js";
+import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { startServer } from "./server/start-server.js";
 
 export interface SandboxInit extends Partial<SandboxOptions> {
@@ -27,9 +28,9 @@ export interface Sandbox {
   url: string;
   /** The Hono app: `app.request(path, init)` or `app.fetch(request)` work without a port. */
   app: Hono;
-  /** Recorded calls, oldest first (the same filters as GET /__admin/calls). */
+  /** Recorded calls, oldest first (the same filters as GET /__admin/calls; throws on an unknown operation). */
   calls(filter?: CallFilter): CallView[];
-  /** Checks an expectation against the journal now (throws on a malformed one). */
+  /** Checks an expectation against the journal now (throws on a malformed one, or an unknown operation). */
   verify(expectation: Expectation): Verification;
   /** Resolves as soon as the expectation holds, or with ok: false after `timeoutMs` (default 5000) or on close(). */
   waitFor(expectation: Expectation, timeoutMs?: number): Promise<Verification>;
@@ -43,10 +44,10 @@ export interface Sandbox {
   internals: SandboxApp;
 }
 
-function compiled(expectation: Expectation) {
+function compiled(expectation: Expectation, names: OperationNames) {
   const parsed = expectationSchema.safeParse(expectation);
   if (!parsed.success) throw new Error(`bad expectation: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
-  const result = compileExpectation(parsed.data);
+  const result = compileExpectation(parsed.data, names);
   if (!result.ok) throw new Error(`bad expectation: ${result.reason}`);
   return result.verify;
 }
@@ -72,6 +73,7 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     : undefined;
   if (running) internals.setPublicUrl(running.url);
   const { journal, events, scenarios } = internals;
+  const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
   const closing = new AbortController();
   let closed: Promise<void> | undefined;
@@ -79,11 +81,16 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     url: running?.url ?? "",
     app: internals.app,
     internals,
-    calls: (filter) => journal.list(filter).map(callView),
-    verify: (expectation) => compiled(expectation).verify(journal.list()),
+    calls(filter) {
+      if (filter?.operation === undefined) return journal.list(filter).map(callView);
+      const resolved = names.resolve(filter.operation);
+      if (!resolved.ok) throw new Error(`bad call filter: ${resolved.problem}`);
+      return journal.list({ ...filter, operation: resolved.id }).map(callView);
+    },
+    verify: (expectation) => compiled(expectation, names).verify(journal.list()),
     // async: a malformed expectation rejects the promise; the waiter still subscribes before this returns.
     async waitFor(expectation, timeoutMs = 5000) {
-      return waitUntil(events, compiled(expectation), () => journal.list(), timeoutMs, closing.signal);
+      return waitUntil(events, compiled(expectation, names), () => journal.list(), timeoutMs, closing.signal);
     },
     reset: internals.reset,
     addRules(scenario) {

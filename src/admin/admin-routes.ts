@@ -8,6 +8,7 @@ import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
+import { explainCall } from "../journal/explain-call.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
@@ -16,6 +17,7 @@ import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
+import { operationNames } from "../routing/operation-names.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { Scenarios } from "../scenarios/scenarios.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
@@ -90,6 +92,8 @@ const describeZod = (error: z.ZodError): string =>
 /** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
 export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
+  // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
+  const names = operationNames(deps.catalogue, { pushes: true });
   admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
 
   admin.get("/health", (c) =>
@@ -119,7 +123,13 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    return c.json({ calls: deps.journal.list(query.data as CallFilter).map(callView) });
+    const filter = query.data as CallFilter;
+    if (filter.operation !== undefined) {
+      const resolved = names.resolve(filter.operation);
+      if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
+      filter.operation = resolved.id;
+    }
+    return c.json({ calls: deps.journal.list(filter).map(callView) });
   });
 
   admin.get("/calls/export", (c) => {
@@ -160,7 +170,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
     const parsed = expectationSchema.safeParse(body.value);
     if (!parsed.success)
       return { ok: false as const, response: problem(400, `Bad expectation: ${describeZod(parsed.error)}.`) };
-    const compiled = compileExpectation(parsed.data);
+    const compiled = compileExpectation(parsed.data, names);
     if (!compiled.ok) return { ok: false as const, response: problem(400, compiled.reason) };
     return { ok: true as const, expectation: compiled.verify, timeoutMs: parsed.data.timeoutMs };
   };
@@ -187,7 +197,8 @@ export function adminRoutes(deps: AdminDeps): Hono {
         `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
         "not-found",
       );
-    return c.json(callView(call));
+    // The explanation only here, computed when asked: listing calls stays cheap, and the request path records only a trace.
+    return c.json({ ...callView(call), explanation: explainCall(call, deps.basePath) });
   });
 
   admin.get("/patients/:key", (c) => {

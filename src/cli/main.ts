@@ -4,9 +4,12 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
 import { clientsJsonSchema } from "../auth/clients-file.js";
+import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
+import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
+import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
 import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
 import { replayCommand } from "./replay.js";
@@ -20,11 +23,14 @@ Usage:
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios,
                                             under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
+                                            (with an operations file: validate --operations FILE DIR)
   uae-fhir-sandbox schema [clients]         print the JSON Schema of scenario files (or of clients files)
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
                                             recorded calls (--journal-file) → a scenario file; export --help
+  uae-fhir-sandbox example <operation> [--patient ID] [--bundle] [--order N --pharmacy LICENCE --url URL]
+                                            print a valid request message for an operation; example --help
   uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
                                             re-send recorded calls, compare the answers; exit 1 on any
                                             difference; replay --help for what is compared
@@ -55,6 +61,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // example builds a message; it reads a running sandbox only for an order's ids.
+  if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
   // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
   const negated = new Set<string>();
   const args = argv.filter((arg) => {
@@ -91,15 +99,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [command = "serve", ...rest] = positionals;
   if (command === "validate") {
     let maxBytes: number;
+    let operationsFile: string | undefined;
     try {
-      // Files are checked as the server would load them: under the same --max-scenario-file.
+      // Files are checked as the server would load them: under the same --max-scenario-file, and rules may name
+      // the operations of the same operations file (renamed codes, aliases).
       maxBytes = resolveFlag("max-scenario-file", values, io.env) as number;
+      operationsFile = (resolveFlag("operations", values, io.env) as string | undefined) || undefined;
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
       return 2;
     }
-    return validate(rest.length > 0 ? rest : ["./scenarios"], io, maxBytes);
+    let catalogue: Catalogue;
+    try {
+      catalogue = buildCatalogue(operationsFile ? loadOperationsFile(operationsFile) : undefined);
+    } catch (error) {
+      io.err((error as Error).message);
+      return 1;
+    }
+    return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
   }
   if (command === "schema" && rest.length <= 1 && ["scenarios", "clients", undefined].includes(rest[0])) {
     io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));

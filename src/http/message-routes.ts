@@ -71,6 +71,7 @@ export function mountMessageRoutes(
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);
       c.set("rule", answer.rule);
+      c.set("trace", answer.trace);
       await delay(c, answer.delayMs);
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {

@@ -2,8 +2,25 @@ import { existsSync, type FSWatcher, readdirSync, statSync, watch } from "node:f
 import { join } from "node:path";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
+import type { OperationNames } from "../routing/operation-names.js";
 import { type LoadedScenario, loadScenarioFolder, loadScenarioText } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+
+/**
+ * What a decision leaves behind so that it can be explained later (GET
+ * /__admin/calls/{id}): only what the moment alone knows — the rule set in
+ * force (immutable: a reload replaces it), whether the message was one the
+ * sandbox refuses, the rules that matched but let later ones answer, and the
+ * rule that answered. Why each other rule did not match is worked out when
+ * asked, from the recorded request: the request path pays for one small object.
+ */
+export interface RuleTrace {
+  rules: RuleSet;
+  invalid: boolean;
+  /** Rules that matched, but were used up: their `times`, or a `sequence` that falls through. */
+  passedOver: Array<{ rule: CompiledRule; answered: number; why: "times" | "sequence" }>;
+  answered: CompiledRule | undefined;
+}
 
 /** A rule that answers a message, with the response it gives this time. */
 export interface Scripted {
@@ -42,15 +59,24 @@ export class Scenarios {
     private readonly deps: {
       now(): Date;
       events?: ScenarioEvents;
+      /** What `when.operation` may name; default the built-in catalogue's operations. */
+      operations?: OperationNames;
       /** Largest scenario document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
       maxFileBytes?: number;
     },
   ) {}
 
+  #loadOptions() {
+    return {
+      ...(this.deps.operations ? { names: this.deps.operations } : {}),
+      ...(this.deps.maxFileBytes !== undefined ? { maxBytes: this.deps.maxFileBytes } : {}),
+    };
+  }
+
   /** Loads the folder; on problems the previous set keeps serving. */
   reload(): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
-    const load = loadScenarioFolder(this.folder, this.deps.maxFileBytes);
+    const load = loadScenarioFolder(this.folder, this.#loadOptions());
     const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
     if (load.ok) {
       this.#folder = load.scenarios;
@@ -65,7 +91,7 @@ export class Scenarios {
   /** Adds a scenario document (YAML or JSON) at run time. */
   add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
     const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source, this.deps.maxFileBytes);
+    const load = loadScenarioText(text, source, this.#loadOptions());
     if (!load.ok) return load;
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtime.push(scenario);
@@ -112,22 +138,39 @@ export class Scenarios {
    * The first rule that matches and still answers. A rule past its `times`,
    * or whose sequence is used up with `fall-through`, counts the match and
    * lets the next rules (and finally the built-in behaviour) answer.
+   * `trace`, when given, is filled in for explaining the decision later.
    */
-  decide(facts: RequestFacts): Scripted | undefined {
+  decide(facts: RequestFacts, trace?: RuleTrace): Scripted | undefined {
+    if (trace) {
+      trace.rules = this.#rules;
+      trace.invalid = facts.invalid ?? false;
+    }
     for (const rule of this.#rules.candidates(facts.operation)) {
       if (!rule.matcher.matches(facts)) continue;
       const counter = this.#counter(rule);
       counter.matched++;
-      if (rule.times !== undefined && counter.answered >= rule.times) continue;
+      if (rule.times !== undefined && counter.answered >= rule.times) {
+        trace?.passedOver.push({ rule, answered: counter.answered, why: "times" });
+        continue;
+      }
       let turn = counter.answered;
       if (turn >= rule.responses.length) {
-        if (rule.afterSequence === "fall-through") continue;
+        if (rule.afterSequence === "fall-through") {
+          trace?.passedOver.push({ rule, answered: counter.answered, why: "sequence" });
+          continue;
+        }
         turn = rule.responses.length - 1;
       }
       counter.answered++;
+      if (trace) trace.answered = rule;
       return { rule, response: rule.responses[turn] as CompiledResponse, hit: counter.answered };
     }
     return undefined;
+  }
+
+  /** An empty trace for `decide` to fill. */
+  newTrace(): RuleTrace {
+    return { rules: this.#rules, invalid: false, passedOver: [], answered: undefined };
   }
 
   /** What GET /__admin/scenarios shows. */

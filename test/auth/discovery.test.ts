@@ -4,6 +4,7 @@ import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
+import { CONTRACT_OPERATION_IDS } from "../support/contract-operations.js";
 import { example, messageBundle, post } from "../support/messages.js";
 import { emittedProblems } from "../support/validator.js";
 import {
@@ -223,6 +224,7 @@ describe("scopes in the operations catalogue", () => {
       (body.operations as Array<{ id: string; scope: string }>).map((o) => [o.id, o.scope]),
     );
     expect(shown).toEqual(SCOPE_OF);
+    expect(Object.keys(SCOPE_OF)).toEqual(CONTRACT_OPERATION_IDS);
   });
 
   it("an operations file maps a renamed operation (and its aliases) to its own scope", async () => {

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { format } from "node:util";
 import type { AllergyIntolerance, Bundle, Patient } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SandboxDeps } from "../../src/app.js";
@@ -377,5 +378,29 @@ rules:
     // After close, waitFor answers at once rather than starting a timer.
     expect(await s.waitFor({ operation: "add-allergy" }, LONG)).toMatchObject({ ok: false });
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("createSandbox() with the default logger", () => {
+  it("logs a refused reload as its problems alone, with no trailing ` undefined`", async () => {
+    const dir = folder({ "rules.yaml": "rules: []\n" });
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+      lines.push(format(...args));
+    });
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    try {
+      const s = await createSandbox({ listen: false, scenarios: dir, watch: false });
+      open.push(s);
+      writeFileSync(join(dir, "rules.yaml"), "rules:\n  - when: { operation: add-allergy }\n");
+      const reload = await s.app.request("/__admin/scenarios/reload", { method: "POST" });
+      expect(reload.status).toBe(400);
+    } finally {
+      spy.mockRestore();
+      vi.restoreAllMocks();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^scenarios not reloaded, the previous set keeps serving:\n.*rules\.yaml:2:/);
+    expect(lines[0]).not.toMatch(/undefined/);
   });
 });
