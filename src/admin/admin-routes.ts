@@ -1,15 +1,17 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
 import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
-import { readBody } from "../http/read-body.js";
+import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
+import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
@@ -44,18 +46,26 @@ export interface AdminDeps {
   now(): Date;
   /** Puts state back to fixtures, clears the journal and counters. */
   reset(): void;
+  /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
+  health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
 
 function problem(
-  status: 400 | 404 | 413,
+  status: 400 | 404 | 408 | 413,
   diagnostics: string,
-  code: "invalid" | "not-found" | "too-long" = "invalid",
+  code: "invalid" | "not-found" | "too-long" | "timeout" = "invalid",
 ): Response {
   return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
     status,
     headers: { "content-type": FHIR_JSON },
   });
 }
+
+/** The answer to a body that was too large, or did not arrive in full. */
+const unreadBody = (read: Exclude<BodyRead, { ok: true }>): Response =>
+  read.tooLarge
+    ? problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long")
+    : problem(408, incompleteBody(read.error), "timeout");
 
 const callQuery = z
   .object({
@@ -76,11 +86,7 @@ async function jsonBody(
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
-  if (!read.ok)
-    return {
-      ok: false,
-      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long"),
-    };
+  if (!read.ok) return { ok: false, response: unreadBody(read) };
   const parsed = parseJson(read.text === "" ? "{}" : read.text);
   if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
   return { ok: true, value: parsed.value };
@@ -102,6 +108,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
       calls: deps.journal.size,
+      ...deps.health(),
     }),
   );
 
@@ -233,7 +240,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.post("/scenarios", async (c) => {
     const read = await readBody(c.req.raw, deps.maxBody);
-    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long");
+    if (!read.ok) return unreadBody(read);
     const added = deps.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import type { EdgeEnv } from "../http/fhir-response.js";
-import { readBody } from "../http/read-body.js";
+import { incompleteBody, readBody } from "../http/read-body.js";
 import { REDACTED } from "../journal/redact.js";
 import { issueAccessToken } from "./access-token.js";
 import type { AssertionCheck } from "./client-assertion.js";
@@ -102,6 +102,8 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
       );
     }
     const read = await readBody(c.req.raw, deps.maxBody);
+    if (!read.ok && !read.tooLarge)
+      return errorAnswer(c, oauthError("invalid_request", incompleteBody(read.error), 408));
     if (!read.ok)
       return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
     const params = new URLSearchParams(read.text);

@@ -144,21 +144,31 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
   const sandbox = createApp(config.sandbox, {
     logger: { info: io.out, error: (m, e) => io.err(e === undefined ? m : `${m}: ${String(e)}`) },
   });
-  const running = await startServer(sandbox, { port: config.port, host: config.host });
-  sandbox.setPublicUrl(running.url);
+  const running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits }).catch(
+    (error: unknown) => {
+      sandbox.close();
+      throw error;
+    },
+  );
   io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
   io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
   io.out(`  admin:    ${running.url}/__admin/health`);
   return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
+    // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
+    // A second signal is not caught: it ends the process at once.
+    const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
       io.out(`received ${signal}, shutting down`);
+      const { cutOff } = await running.close();
+      if (cutOff > 0) {
+        io.err(
+          `${cutOff} request(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
+        );
+      }
       sandbox.close();
-      running.close().then(() => {
-        io.out("stopped");
-        resolve(0);
-      });
+      io.out("stopped");
+      resolve(0);
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);

@@ -6,7 +6,7 @@ import { STANDARD_PATH } from "../routing/default-operations.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
-import { readBody } from "./read-body.js";
+import { incompleteBody, readBody } from "./read-body.js";
 
 export interface MessageRouteOptions {
   basePath: string;
@@ -47,6 +47,7 @@ export function mountMessageRoutes(
         );
       }
       const read = await readBody(c.req.raw, options.maxBody);
+      if (!read.ok && !read.tooLarge) return outcomeResponse(c, 408, [issue("timeout", incompleteBody(read.error))]);
       if (!read.ok) {
         return outcomeResponse(c, 413, [
           issue(
