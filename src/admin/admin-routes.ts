@@ -40,6 +40,8 @@ export interface AdminDeps {
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
+  /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
+  workspaceAdminToken?(workspace: string): string | undefined;
   version: string;
   startedAt: Date;
   now(): Date;
@@ -135,7 +137,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth(deps.adminToken));
+  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
@@ -167,6 +169,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
+        scope: op.scope,
         method: "POST",
         path: `${deps.basePath}${op.path}`,
         event: op.event,
