@@ -40,6 +40,10 @@ export function bannerEvent(
     proxy: options.proxy ?? null,
     admin: `${running.url}/__admin`,
     adminToken: options.adminToken !== undefined,
+    auth:
+      options.auth === "oauth2"
+        ? { tokenEndpoint: `${options.publicUrl ?? running.url}/oauth2/token`, clients: options.clientsFile ?? null }
+        : null,
     publicUrl: options.publicUrl ?? null,
     cors: options.cors.length > 0 ? { origins: options.cors, admin: options.corsAdmin } : null,
     dashboard: `${running.url}/__admin/ui`,

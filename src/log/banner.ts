@@ -15,6 +15,8 @@ export interface BannerEvent {
   proxy: string | null;
   admin: string;
   adminToken: boolean;
+  /** --auth oauth2: where clients get tokens, and the clients file; null when the message paths are open. */
+  auth: { tokenEndpoint: string; clients: string | null } | null;
   /** --public-url, or null when pushes name the listening URL. */
   publicUrl: string | null;
   cors: { origins: string[]; admin: boolean } | null;
@@ -46,6 +48,7 @@ export function bannerText(e: BannerEvent, headline: string, c: Palette): string
     ],
     ["proxy", e.proxy ?? "off"],
     ["admin API", `${e.admin} (token ${e.adminToken ? "on" : "off"})`],
+    ["auth", e.auth ? `OAuth2: tokens from POST ${e.auth.tokenEndpoint} (clients: ${e.auth.clients})` : "off"],
     ["public URL", e.publicUrl ?? `${e.url} (the listening URL)`],
     ["CORS", e.cors ? `${e.cors.origins.join(", ")}${e.cors.admin ? " (admin API too)" : ""}` : "off"],
     ["dashboard", e.dashboard],

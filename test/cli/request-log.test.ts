@@ -51,6 +51,10 @@ function bannerArgs(dir: string) {
       "http://127.0.0.1:9",
       "--cors",
       "http://localhost:3000",
+      "--auth",
+      "oauth2",
+      "--clients",
+      "docs/clients.example.yaml",
     ],
   };
 }
@@ -78,6 +82,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
       proxy: "http://127.0.0.1:9",
       admin: `${url}/__admin`,
       adminToken: true,
+      auth: { tokenEndpoint: "https://sandbox.example.ae/oauth2/token", clients: "docs/clients.example.yaml" },
       publicUrl: "https://sandbox.example.ae",
       cors: { origins: ["http://localhost:3000"], admin: false },
       dashboard: `${url}/__admin/ui`,
@@ -91,7 +96,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
     const dir = scenarios();
     const { journal, args } = bannerArgs(dir);
     const { url, child } = await startCli([...args, "--log-format", "pretty"]);
-    const banner = child.stdout.split("\n").slice(0, 14);
+    const banner = child.stdout.split("\n").slice(0, 15);
     expect(banner).toEqual([
       expect.stringMatching(new RegExp(`^uae-fhir-sandbox \\S+ listening on ${url}$`)),
       `  messages   POST ${url}/sandbox/uae-fhir/r4/$process-message (17 operations)`,
@@ -102,6 +107,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
       `  journal    in memory, the last 10000 calls; appended to ${journal}`,
       "  proxy      http://127.0.0.1:9",
       `  admin API  ${url}/__admin (token on)`,
+      "  auth       OAuth2: tokens from POST https://sandbox.example.ae/oauth2/token (clients: docs/clients.example.yaml)",
       "  public URL https://sandbox.example.ae",
       "  CORS       http://localhost:3000",
       `  dashboard  ${url}/__admin/ui`,

@@ -130,6 +130,13 @@ describe("--cors with a list of origins", () => {
     expect(res.headers.get("allow")).toBe("POST");
   });
 
+  it("with --auth oauth2, the token endpoint answers a browser's preflight too", async () => {
+    const app = sandbox({ cors: [EHR], auth: "oauth2", clientsFile: "docs/clients.example.yaml" });
+    const res = await app.request("/oauth2/token", preflight(EHR, "POST", "Authorization, Content-Type"));
+    expect(res.status).toBe(204);
+    expect(res.headers.get("access-control-allow-origin")).toBe(EHR);
+  });
+
   it("* allows any origin", async () => {
     const app = sandbox({ cors: ["*"] });
     const res = await app.request(STANDARD, preflight(OTHER, "POST"));
