@@ -1,0 +1,51 @@
+// `npm run bundle`: the server as one ES module for the container image, so the
+// runtime stage needs no node_modules tree (no package resolution at start, no
+// thousands of files to read) and no TypeScript output.
+//
+//   bundle/uae-fhir-sandbox.mjs   src/cli/main.ts and every dependency, minified
+//   bundle/r4-definitions.json    read at start beside the bundle (src/validation/r4/definitions.ts)
+//   bundle/meta.json              esbuild's metafile: which inputs went in (checked by test/package/bundle.test.ts)
+//
+// No source maps: the image ships none.
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { build } from "esbuild";
+
+const ROOT = new URL("../", import.meta.url);
+const OUT = new URL("bundle/", ROOT);
+const { version } = JSON.parse(readFileSync(new URL("package.json", ROOT), "utf8"));
+
+/**
+ * src/version.ts reads ../package.json at run time (relative to the compiled
+ * module); the bundle has no package.json beside it, so the version is written in.
+ */
+const inlineVersion = {
+  name: "inline-version",
+  setup(b) {
+    b.onLoad({ filter: /[\\/]src[\\/]version\.ts$/ }, () => ({
+      contents: `export const VERSION = ${JSON.stringify(version)};`,
+      loader: "ts",
+    }));
+  },
+};
+
+rmSync(OUT, { recursive: true, force: true });
+mkdirSync(OUT, { recursive: true });
+const result = await build({
+  entryPoints: [new URL("src/cli/main.ts", ROOT).pathname],
+  outfile: new URL("uae-fhir-sandbox.mjs", OUT).pathname,
+  bundle: true,
+  platform: "node",
+  format: "esm",
+  target: "node20.19",
+  minify: true,
+  // Function and class names stay readable in stack traces.
+  keepNames: true,
+  legalComments: "none",
+  metafile: true,
+  logLevel: "warning",
+  plugins: [inlineVersion],
+  // CommonJS dependencies (fhirpath's models) call require(); an ES module has none of its own.
+  banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
+});
+copyFileSync(new URL("src/validation/r4/r4-definitions.json", ROOT), new URL("r4-definitions.json", OUT));
+writeFileSync(new URL("meta.json", OUT), JSON.stringify(result.metafile));
