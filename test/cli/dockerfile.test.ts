@@ -137,6 +137,17 @@ describe("the Dockerfile", () => {
     expect(healthcheck.options).toMatch(/--timeout=\d+s/);
   });
 
+  it("is described step by step in the README: each FROM, each RUN and the CMD, verbatim", () => {
+    const readme = readFileSync(`${ROOT}README.md`, "utf8");
+    const docker = /^## Running in Docker\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? "";
+    const steps = [
+      ...all(dockerfile, "FROM").map((i) => `FROM ${i.args}`),
+      ...all(dockerfile, "RUN").map((i) => i.args),
+      `CMD ${JSON.stringify(cmd).replaceAll(",", ", ")}`,
+    ];
+    expect(steps.filter((step) => !docker.includes(`\`${step}\``))).toEqual([]);
+  });
+
   it(".dockerignore keeps node_modules, dist, bundle, .git and coverage out of the build context", () => {
     const ignored = readFileSync(`${ROOT}.dockerignore`, "utf8")
       .split("\n")
