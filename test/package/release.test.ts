@@ -115,13 +115,16 @@ describe("the GitHub workflows", () => {
   });
 });
 
-describe("docker-compose.yml", () => {
+describe("docker-compose.yml", { timeout: 30_000 }, () => {
   const compose = parse(readFileSync(`${ROOT}docker-compose.yml`, "utf8")) as Doc;
   const { sandbox, "system-under-test": sut } = compose.services;
 
   it("runs the released image (the one the README names), or builds it from the Dockerfile", () => {
     expect(sandbox.image).toBe(`${imageName()}:\${SANDBOX_VERSION:-latest}`);
     expect(README).toContain(`docker pull ${imageName()}:latest`);
+    // docs/ci.md's examples pull the published image too.
+    const ciImages = [...readFileSync(`${ROOT}docs/ci.md`, "utf8").matchAll(/^\s*(?:image: )?(ghcr\.io\/\S+?):/gm)];
+    expect(ciImages.map((m) => m[1])).toContain(imageName());
     expect(sandbox.build).toBe(".");
     expect(sandbox.ports).toEqual(["8080:8080"]);
     const known = new Set(SERVE_FLAGS.map((f) => f.env));
