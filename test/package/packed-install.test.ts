@@ -156,6 +156,7 @@ try {
   const schema = JSON.parse(
     readFileSync(fileURLToPath(import.meta.resolve("uae-fhir-sandbox/scenario.schema.json")), "utf8"),
   ) as { $schema?: string };
+  const magic = readFileSync(fileURLToPath(import.meta.resolve("uae-fhir-sandbox/scenarios/10-magic-patients.yaml")), "utf8");
   console.log(
     JSON.stringify({
       status: res.status,
@@ -163,6 +164,7 @@ try {
       calls: calls.length,
       verified: check.ok,
       schema: schema.$schema,
+      scenarios: magic.includes("784-1900-0000422-7"),
     }),
   );
 } finally {
@@ -221,6 +223,7 @@ describe("the tarball installed into a fresh project", () => {
         calls: 1,
         verified: true,
         schema: "https://json-schema.org/draft/2020-12/schema",
+        scenarios: true,
       });
     },
     STEP_MS,

@@ -80,6 +80,7 @@ describe("the GitHub workflows", () => {
     expect(ci.on).toMatchObject({ pull_request: null, push: { branches: ["main"] } });
     expect(ci.jobs.test.strategy.matrix.node).toEqual(["20.19.0", "22", "24"]);
     const setup = ci.jobs.test.steps.find((s: Doc) => String(s.uses).startsWith("actions/setup-node@"));
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
     expect(setup.with["node-version"]).toBe("${{ matrix.node }}");
     expect(ci.jobs.test.steps.map((s: Doc) => s.run).filter(Boolean)).toEqual(["npm ci && npm test"]);
     expect(ci.jobs.image.steps.map((s: Doc) => s.run).filter(Boolean)).toEqual(["bash scripts/verify-image.sh"]);
@@ -97,6 +98,7 @@ describe("the GitHub workflows", () => {
     expect(uses(image, "docker/setup-qemu-action")).toBeDefined();
     expect(uses(image, "docker/setup-buildx-action")).toBeDefined();
     expect(uses(image, "docker/login-action").with.registry).toBe("ghcr.io");
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
     expect(uses(image, "docker/metadata-action").with.images).toBe("ghcr.io/${{ github.repository }}");
     expect(uses(image, "docker/build-push-action").with).toMatchObject({
       platforms: "linux/amd64,linux/arm64",
