@@ -87,7 +87,7 @@ describe("the Dockerfile", () => {
     expect(build[0]?.args).toMatch(/^node:24-alpine[\d.]*\s+AS\s+build$/i);
     const runs = all(build, "RUN").map((i) => i.args);
     const ci = runs.findIndex((r) => /^npm ci\b/.test(r));
-    const bundle = runs.findIndex((r) => r === "npm run bundle");
+    const bundle = runs.indexOf("npm run bundle");
     expect(ci).toBeGreaterThanOrEqual(0);
     expect(bundle).toBeGreaterThan(ci);
   });
