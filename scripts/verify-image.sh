@@ -37,13 +37,15 @@ build_flags=()
 [[ "$engine" == podman ]] && build_flags+=(--format docker)
 echo "verify-image: engine $engine ($($engine --version))"
 
-# Every base image of the Dockerfile, pulled first so that a registry out of reach is named as the cause.
-for base in $(awk 'toupper($1) == "FROM" { print $2 }' Dockerfile | sort -u); do
+# Every base image of the Dockerfile, pulled first (unless already here) so that a registry out of reach is named
+# as the cause.
+while read -r base; do
+  $engine image inspect "$base" >/dev/null 2>&1 && continue
   if ! output=$($engine pull "$base" 2>&1); then
     fail "cannot pull the base image $base, so the image cannot be built on this machine (the registry is out of reach or refused):
 $output"
   fi
-done
+done < <(awk 'toupper($1) == "FROM" { print $2 }' Dockerfile | sort -u)
 
 cleanup() { $engine rm -f "$NAME" >/dev/null 2>&1 || true; }
 trap cleanup EXIT
@@ -59,7 +61,7 @@ port=$($engine port "$NAME" 8080/tcp | head -n1 | sed 's/.*://')
 health=""
 for _ in $(seq 1 60); do
   # podman runs health checks from systemd timers, which a container outside systemd has none of: run it here.
-  [[ "$engine" == podman ]] && podman healthcheck run "$NAME" >/dev/null 2>&1 || true
+  if [[ "$engine" == podman ]]; then podman healthcheck run "$NAME" >/dev/null 2>&1 || true; fi
   health=$($engine inspect --format '{{.State.Health.Status}}' "$NAME" 2>/dev/null || true)
   [[ "$health" == healthy ]] && break
   [[ "$($engine inspect --format '{{.State.Running}}' "$NAME")" == true ]] || break
