@@ -15,6 +15,7 @@ import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
 import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { Redaction } from "./journal/redact.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
@@ -110,6 +111,7 @@ export function createApp(
     { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
     events,
     options.journalFile ? nextIdAfter(options.journalFile) : 1,
+    new Redaction(options.redactHeaders),
   );
   const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
@@ -124,6 +126,7 @@ export function createApp(
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
+    maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
         if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
@@ -163,6 +166,7 @@ export function createApp(
     pharmacies,
     dispatcher,
     events,
+    logger: deps.logger,
     publicUrl: () => publicUrl,
   });
   const pushes = new ScheduledPushes(workflow, deps.logger);

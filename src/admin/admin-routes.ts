@@ -9,7 +9,7 @@ import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
-import { redactHeaders } from "../journal/redact.js";
+import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
 import type { OrderWorkflow } from "../orders/order-workflow.js";
@@ -240,7 +240,8 @@ export function adminRoutes(deps: AdminDeps): Hono {
         name: p.name ?? null,
         active: p.endpoint !== undefined,
         endpoint: p.endpoint ?? null,
-        headers: redactHeaders(Object.entries(p.headers)),
+        // Subscription.channel.header values are the pharmacy's credentials: names shown, values never.
+        headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
         source: p.source,
         subscriptionId: p.subscription?.id ?? null,
       })),

@@ -108,7 +108,9 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
   if (!check.ok) {
     io.err("The sandbox would not load the result:");
     for (const problem of check.problems) io.err(`  ${formatProblem(problem)}`);
-    io.err("Export fewer calls (--operation) if the file is too large.");
+    io.err(
+      "If the file is too large: export fewer calls (--operation), or serve it with a larger --max-scenario-file.",
+    );
     return 1;
   }
   return 0;

@@ -1,7 +1,18 @@
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
+import { HEADER_NAME } from "../journal/redact.js";
 
 /** How a flag's text becomes a value. */
-type Kind = "string" | "port" | "integer" | "size" | "duration" | "list" | "boolean" | { oneOf: readonly string[] };
+type Kind =
+  | "string"
+  | "port"
+  | "integer"
+  | "size"
+  | "duration"
+  | "url"
+  | "list"
+  | "header-names"
+  | "boolean"
+  | { oneOf: readonly string[] };
 
 export interface Flag {
   name: string;
@@ -67,6 +78,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "Emirates IDs (784-YYYY-NNNNNNN-C, Luhn check digit) under --emirates-id-system: an error, a warning, or unchecked",
   ),
   flag("scenarios", "string", "./scenarios", "folder (or file) of scenario YAML files; a missing folder means none"),
+  flag(
+    "max-scenario-file",
+    "size",
+    "16mb",
+    "largest scenario file: a larger one is refused (YAML aliases and tags stay refused at any size)",
+  ),
   flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
   flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
   flag(
@@ -79,7 +96,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
   flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
-  flag("public-url", "string", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  flag("public-url", "url", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
   // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
   flag(
     "journal-file",
@@ -89,9 +106,15 @@ export const SERVE_FLAGS: readonly Flag[] = [
   ),
   flag(
     "proxy",
-    "string",
+    "url",
     undefined,
     "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
+  ),
+  flag(
+    "redact-header",
+    "header-names",
+    undefined,
+    "comma-separated header names whose values are recorded as [redacted], besides Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and the other defaults",
   ),
 ];
 
@@ -105,11 +128,36 @@ export class UsageError extends Error {}
 
 const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i;
 const UNIT: Record<string, number> = { b: 1, kb: 1024, kib: 1024, mb: 1024 * 1024, mib: 1024 * 1024 };
+/** The longest delay Node's timers take (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
+const MAX_DURATION_MS = 2 ** 31 - 1;
 
-function convert(f: Flag, text: string, from: string): string | number | boolean {
-  const bad = (expected: string) => new UsageError(`${from} ${JSON.stringify(text)}: expected ${expected}`);
+/** Where a value came from: the flag, its environment variable, or its default. */
+type Source = { flag: Flag; via: "flag" | "env" | "default" };
+
+function convert(text: string, { flag: f, via }: Source): string | number | boolean {
+  // The flag is named in every message, and the variable too when the value came from the environment.
+  const from =
+    via === "flag"
+      ? `--${f.name} ${JSON.stringify(text)}`
+      : via === "env"
+        ? `${f.env} ${JSON.stringify(text)} (--${f.name})`
+        : `the default of --${f.name} ${JSON.stringify(text)}`;
+  const bad = (expected: string) => new UsageError(`${from}: expected ${expected}`);
   const { kind } = f;
   if (kind === "string") return text;
+  if (kind === "url") {
+    // Empty means none, as for the other optional flags (PUBLIC_URL= in a compose file).
+    if (text === "") return "";
+    let url: URL | undefined;
+    try {
+      url = new URL(text);
+    } catch {}
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || text.trim() !== text) {
+      throw bad("an http:// or https:// URL, e.g. https://sandbox.example.ae");
+    }
+    // Paths are appended to it: "https://host/" and "https://host" are the same base.
+    return text.replace(/\/+$/, "");
+  }
   if (kind === "boolean") {
     if (/^(true|1|yes|on)$/i.test(text)) return true;
     if (/^(false|0|no|off|)$/i.test(text)) return false;
@@ -123,18 +171,22 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
       throw bad(kind === "port" ? "a port from 0 to 65535" : "a positive integer");
     return n;
   }
-  if (kind === "list") {
-    return text
+  if (kind === "list" || kind === "header-names") {
+    const items = text
       .split(",")
       .map((s) => s.trim())
-      .filter(Boolean)
-      .join(",");
+      .filter(Boolean);
+    const badName = kind === "header-names" ? items.find((name) => !HEADER_NAME.test(name)) : undefined;
+    if (badName !== undefined)
+      throw bad(`header names separated by commas, e.g. X-Clinic-Key,X-Tenant (not ${JSON.stringify(badName)})`);
+    return items.join(",");
   }
   if (kind === "duration") {
     const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
     if (!m) throw bad("a duration such as 60s, 1.5m or 500 (milliseconds)");
     const n = Math.round(Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 } as const)[(m[2] ?? "ms") as "ms" | "s" | "m"]);
     if (n < 1) throw bad("a duration of at least 1 ms");
+    if (n > MAX_DURATION_MS) throw bad(`a duration of at most ${MAX_DURATION_MS} ms (about 24 days)`);
     return n;
   }
   if (kind === "size") {
@@ -142,10 +194,25 @@ function convert(f: Flag, text: string, from: string): string | number | boolean
     if (!m) throw bad("a size such as 1048576, 512kb or 1mb");
     const n = Number(m[1]) * (UNIT[(m[2] ?? "b").toLowerCase()] ?? 1);
     if (n < 1) throw bad("a size of at least 1 byte");
+    if (!Number.isSafeInteger(n)) throw bad(`a size of at most ${Number.MAX_SAFE_INTEGER} bytes`);
     return n;
   }
   if (!kind.oneOf.includes(text)) throw bad(`one of ${kind.oneOf.join(", ")}`);
   return text;
+}
+
+/** One flag's value: the flag over its environment variable over its default. Throws UsageError naming it. */
+export function resolveFlag(
+  name: string,
+  values: Record<string, string | boolean | undefined>,
+  env: NodeJS.ProcessEnv,
+): string | number | boolean | undefined {
+  const f = SERVE_FLAGS.find((flag) => flag.name === name);
+  if (!f) throw new Error(`no serve flag --${name}`);
+  const given = values[f.name];
+  if (given !== undefined) return convert(String(given), { flag: f, via: "flag" });
+  if (env[f.env] !== undefined) return convert(env[f.env] as string, { flag: f, via: "env" });
+  return f.default === undefined ? undefined : convert(f.default, { flag: f, via: "default" });
 }
 
 /**
@@ -157,12 +224,7 @@ export function resolveServeConfig(
   env: NodeJS.ProcessEnv,
 ): ServeConfig {
   const v: Record<string, string | number | boolean | undefined> = {};
-  for (const f of SERVE_FLAGS) {
-    const given = values[f.name];
-    if (given !== undefined) v[f.name] = convert(f, String(given), `--${f.name}`);
-    else if (env[f.env] !== undefined) v[f.name] = convert(f, env[f.env] as string, f.env);
-    else v[f.name] = f.default === undefined ? undefined : convert(f, f.default, `default of --${f.name}`);
-  }
+  for (const f of SERVE_FLAGS) v[f.name] = resolveFlag(f.name, values, env);
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -180,6 +242,7 @@ export function resolveServeConfig(
       validation: v.validation as SandboxOptions["validation"],
       emiratesIdCheck: v["emirates-id-check"] as SandboxOptions["emiratesIdCheck"],
       scenarios: (v.scenarios as string | undefined) || undefined,
+      maxScenarioFile: v["max-scenario-file"] as number,
       watch: v.watch as boolean,
       confirmDeadlineMs: v["confirm-deadline"] as number,
       allocation: v.allocation as SandboxOptions["allocation"],
@@ -191,6 +254,7 @@ export function resolveServeConfig(
       publicUrl: (v["public-url"] as string | undefined) || undefined,
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       proxy: (v.proxy as string | undefined) || undefined,
+      redactHeaders: ((v["redact-header"] as string | undefined) ?? "").split(",").filter(Boolean),
     },
   };
 }

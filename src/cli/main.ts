@@ -7,7 +7,7 @@ import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
 import { exportCommand } from "./export.js";
-import { flagsHelp, parseArgsOptions, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
+import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
 import { replayCommand } from "./replay.js";
 import { trigger } from "./trigger.js";
 import { validate } from "./validate.js";
@@ -16,7 +16,8 @@ const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox
 
 Usage:
   uae-fhir-sandbox [serve] [options]        serve the sandbox (default command)
-  uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios);
+  uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios,
+                                            under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
   uae-fhir-sandbox schema                   print the JSON Schema of scenario files
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
@@ -86,7 +87,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     return 0;
   }
   const [command = "serve", ...rest] = positionals;
-  if (command === "validate") return validate(rest.length > 0 ? rest : ["./scenarios"], io);
+  if (command === "validate") {
+    let maxBytes: number;
+    try {
+      // Files are checked as the server would load them: under the same --max-scenario-file.
+      maxBytes = resolveFlag("max-scenario-file", values, io.env) as number;
+    } catch (error) {
+      if (!(error instanceof UsageError)) throw error;
+      io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
+      return 2;
+    }
+    return validate(rest.length > 0 ? rest : ["./scenarios"], io, maxBytes);
+  }
   if (command === "schema" && rest.length === 0) {
     io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
     return 0;

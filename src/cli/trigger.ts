@@ -82,14 +82,14 @@ function parse(argv: string[], env: NodeJS.ProcessEnv) {
     );
   }
   const base = (values.url ?? env.SANDBOX_URL ?? "http://localhost:8080").replace(/\/+$/, "");
-  let url: URL;
+  let url: URL | undefined;
   try {
     url = new URL(base);
-  } catch {
-    throw new Usage(`--url ${JSON.stringify(base)}: expected an http:// or https:// URL such as http://localhost:8080`);
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    throw new Usage(`--url ${JSON.stringify(base)}: expected an http:// or https:// URL such as http://localhost:8080`);
+  } catch {}
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    const from =
+      values.url === undefined ? `SANDBOX_URL ${JSON.stringify(base)} (--url)` : `--url ${JSON.stringify(base)}`;
+    throw new Usage(`${from}: expected an http:// or https:// URL such as http://localhost:8080`);
   }
   const body: OrderBody = {};
   const pharmacies = (values.pharmacy ?? []).flatMap((p) => p.split(",")).map((p) => p.trim());

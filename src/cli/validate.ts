@@ -7,7 +7,12 @@ import { loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
  * server would load them, without serving. Exit 0 when all are valid, 1 with
  * every problem as file:line:column: message otherwise.
  */
-export function validate(paths: readonly string[], io: { out(line: string): void; err(line: string): void }): number {
+export function validate(
+  paths: readonly string[],
+  io: { out(line: string): void; err(line: string): void },
+  /** Largest file, bytes (--max-scenario-file); default the server's. */
+  maxBytes?: number,
+): number {
   let failed = false;
   let checked = 0;
   for (const path of paths) {
@@ -24,7 +29,7 @@ export function validate(paths: readonly string[], io: { out(line: string): void
     }
     for (const file of files) {
       checked++;
-      const load = loadScenarioFiles([file], root);
+      const load = loadScenarioFiles([file], root, maxBytes);
       if (!load.ok) {
         failed = true;
         for (const problem of load.problems) io.err(formatProblem({ ...problem, file }));

@@ -26,6 +26,8 @@ export interface SandboxOptions {
   emiratesIdCheck: "error" | "warning" | "off";
   /** Folder (or file) of scenario YAML files; undefined for none. */
   scenarios: string | undefined;
+  /** Largest scenario file, bytes: a larger one is refused (the YAML alias and tag protections apply at any size). */
+  maxScenarioFile: number;
   /** Reload scenarios when their files change. */
   watch: boolean;
   /** Time a pharmacy has to confirm an order. */
@@ -48,6 +50,8 @@ export interface SandboxOptions {
   journalFile: string | undefined;
   /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
   publicUrl: string | undefined;
+  /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
+  redactHeaders: string[];
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -64,6 +68,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   validation: "strict",
   emiratesIdCheck: "error",
   scenarios: undefined,
+  // Room for a 10,000-rule file (2.6 MB) or a large recorded export.
+  maxScenarioFile: 16 * 1024 * 1024,
   watch: false,
   confirmDeadlineMs: 60_000,
   allocation: "first-confirmed",
@@ -75,6 +81,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   publicUrl: undefined,
   journalFile: undefined,
   proxy: undefined,
+  redactHeaders: [],
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

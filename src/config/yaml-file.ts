@@ -2,8 +2,20 @@ import { readFileSync, statSync } from "node:fs";
 import { isCollection, isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 
-/** Files larger than this are refused before parsing. */
+/** Files larger than this are refused before parsing, unless the caller sets its own limit. */
 export const MAX_YAML_BYTES = 2 * 1024 * 1024;
+
+/** A size limit on a YAML document, and the flag that sets it (named when a file is over it). */
+export interface YamlLimit {
+  bytes: number;
+  flag?: string;
+}
+
+/** The problem of a document over its limit, at its first line. */
+export function tooLarge(file: string, size: number, limit: YamlLimit): YamlProblem {
+  const flag = limit.flag ? ` (${limit.flag})` : "";
+  return { file, line: 1, column: 1, message: `file is ${size} bytes; the limit is ${limit.bytes}${flag}` };
+}
 /** Bound on alias expansion ("billion laughs"). */
 const MAX_ALIAS_COUNT = 100;
 
@@ -28,14 +40,13 @@ export function formatProblem(p: YamlProblem): string {
  * core schema only (no custom tags), alias expansion bounded, size bounded;
  * every problem names the file, line and column.
  */
-export function readYamlFile<S extends z.ZodType>(file: string, schema: S): YamlRead<z.infer<S>> {
+export function readYamlFile<S extends z.ZodType>(
+  file: string,
+  schema: S,
+  limit: YamlLimit = { bytes: MAX_YAML_BYTES },
+): YamlRead<z.infer<S>> {
   const size = statSync(file).size;
-  if (size > MAX_YAML_BYTES) {
-    return {
-      ok: false,
-      problems: [{ file, line: 1, column: 1, message: `file is ${size} bytes; the limit is ${MAX_YAML_BYTES}` }],
-    };
-  }
+  if (size > limit.bytes) return { ok: false, problems: [tooLarge(file, size, limit)] };
   return decodeYaml(readFileSync(file, "utf8"), file, schema);
 }
 

@@ -1,6 +1,6 @@
 import type { MiddlewareHandler } from "hono";
 import type { SandboxEvents } from "../events.js";
-import { redactHeaders } from "../journal/redact.js";
+import { headerRecord } from "../journal/redact.js";
 import type { EdgeEnv } from "./fhir-response.js";
 
 export interface RecorderDeps {
@@ -14,7 +14,8 @@ export interface RecorderDeps {
 
 /**
  * Wraps every non-admin call: when it has been answered, announces it as a
- * `call:completed` event with what the handlers left in the context.
+ * `call:completed` event with what the handlers left in the context (headers
+ * as they came: the journal redacts before it stores).
  */
 export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -64,14 +65,14 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
           method: c.req.method,
           url: url.href,
           path: url.pathname,
-          headers: redactHeaders(c.req.raw.headers),
+          headers: headerRecord(c.req.raw.headers),
           body: c.get("bodyText"),
         },
         response: unanswered
           ? null
           : {
               status: c.res.status,
-              headers: redactHeaders(c.res.headers),
+              headers: headerRecord(c.res.headers),
               body: c.get("responseText"),
             },
       });

@@ -22,6 +22,12 @@ export interface CallDraft {
     headers: Record<string, string>;
     body: string;
   };
+  /**
+   * Request headers whose values are secret whatever they hold: a push's
+   * headers from the pharmacy's Subscription. The journal redacts them (and
+   * drops this list); the emitter sends the real values.
+   */
+  secretHeaders?: readonly string[];
   response: { status: number; headers: Record<string, string>; body: string } | null;
   /** Why an outbound delivery got no answer (timeout, refused, …). */
   error?: string;

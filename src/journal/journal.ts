@@ -1,6 +1,6 @@
 import type { SandboxEvents } from "../events.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
-import { redactCall } from "./redact.js";
+import { Redaction } from "./redact.js";
 
 export interface JournalLimits {
   /** Most calls kept; the oldest go first. */
@@ -36,12 +36,15 @@ export class Journal {
     private readonly events: SandboxEvents,
     /** First id to hand out: continues a journal file's numbering. */
     firstId = 1,
+    /** What of a call may be kept (--redact-header adds header names). */
+    redaction = new Redaction(),
   ) {
     this.#nextId = firstId;
-    events.on("call:completed", (draft) => this.#record(redactCall(draft)));
+    // Redacted before it is stored: every view of the journal (admin API, verify, exports, the file) reads this record.
+    events.on("call:completed", (draft) => this.#record(redaction.call(draft)));
   }
 
-  #record(draft: CallDraft): void {
+  #record(draft: Omit<CallDraft, "secretHeaders">): void {
     // Kept as JS strings on purpose: the GC compacts them, where many mid-sized off-heap buffers fragment the process's memory.
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
     const record: CallRecord = { ...draft, id: draft.id ?? String(this.#nextId++), size };

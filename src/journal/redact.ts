@@ -1,63 +1,174 @@
 import { isObject, parseJson } from "../envelope/json.js";
 import type { CallDraft } from "./call-record.js";
 
-const SECRET_HEADER =
-  /^(authorization|proxy-authorization|cookie|set-cookie)$|token|secret|api[-_]?key|[-_]key$|password|session|credential/i;
-/** A value that reads like a credential whatever its header is called. */
-const SECRET_VALUE = /^(bearer|basic|digest|token|apikey)\s+\S/i;
-
 export const REDACTED = "[redacted]";
 
-const secret = (name: string, value: string) => SECRET_HEADER.test(name) || SECRET_VALUE.test(value.trim());
+/**
+ * Headers whose values are always redacted (`--redact-header` adds names).
+ * Lower case: names are compared case-insensitively.
+ */
+export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
+  "authorization",
+  "proxy-authorization",
+  "cookie",
+  "set-cookie",
+  "x-api-key",
+  "api-key",
+  "x-auth-token",
+  "x-access-token",
+  "x-refresh-token",
+  "x-csrf-token",
+  "x-xsrf-token",
+  "x-amz-security-token",
+  "x-hub-signature",
+  "x-hub-signature-256",
+];
 
-/** Header names lower-cased, values of credential-bearing headers replaced, before anything is stored. */
-export function redactHeaders(headers: Iterable<[string, string]>): Record<string, string> {
+/** Names that say they carry a credential, whatever comes around them (x-client-secret, x-session-id, …). */
+const SECRET_NAME = /token|secret|password|passwd|session|credential|signature|api[-_]?key|[-_]key$/i;
+
+/** Values that read like a credential whatever the header is called: an auth scheme and its parameter, or a JWT. */
+const SECRET_VALUE =
+  /^(?:(?:bearer|basic|digest|token|apikey|negotiate|ntlm|hoba|mutual|dpop|aws4-hmac-sha256)\s+\S|eyJ[\w-]*\.[\w-]*\.)/i;
+
+/** A header name as HTTP allows it (RFC 9110 token): what --redact-header accepts. */
+export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Lower-cased header names with their values, for a call record. */
+export function headerRecord(headers: Iterable<[string, string]>): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [name, value] of headers) {
-    const key = name.toLowerCase();
-    out[key] = secret(key, value) ? REDACTED : value;
-  }
+  for (const [name, value] of headers) out[name.toLowerCase()] = value;
   return out;
 }
 
 /**
- * Subscription.channel.header entries ("Name: value") carry the pharmacy's
- * credentials inside the message body: their secret values are replaced in
- * a subscribe message's envelope before the call is stored or written.
+ * Every `Subscription.channel.header` value ("Name: value") in a JSON value
+ * replaced by `[redacted]`, whatever the header is called: the pharmacy guide
+ * has pharmacies put their receiver's credentials there. Looks into message
+ * Bundles, bare Subscriptions and `{"content": "<bundle string>"}` envelopes.
+ * Returns the value itself when it holds none, else a changed copy.
+ *
+ * @example
+ *   redactSubscriptions({ resourceType: "Subscription", channel: { header: ["X-Auth: s3cr3t"] } })
+ *   // → { resourceType: "Subscription", channel: { header: ["X-Auth: [redacted]"] } }
  */
-function redactSubscriptionHeaders(body: string): string {
-  const outer = parseJson(body);
-  if (!outer.ok || !isObject(outer.value)) return body;
-  // The request (and a --response-envelope answer) wraps the Bundle in {"content": "..."}; a response message is bare.
-  const wrapped = typeof outer.value.content === "string";
-  const bundle = wrapped ? parseJson(outer.value.content as string) : outer;
-  if (!bundle.ok || !isObject(bundle.value) || !Array.isArray(bundle.value.entry)) return body;
-  let changed = false;
-  for (const entry of bundle.value.entry) {
-    const resource = isObject(entry) ? entry.resource : undefined;
-    if (!isObject(resource) || resource.resourceType !== "Subscription" || !isObject(resource.channel)) continue;
-    const headers = resource.channel.header;
-    if (!Array.isArray(headers)) continue;
-    resource.channel.header = headers.map((line: unknown) => {
-      if (typeof line !== "string") return line;
-      const m = /^([^:]+):\s*(.*)$/.exec(line);
-      if (!m || !secret((m[1] as string).trim(), m[2] as string)) return line;
-      changed = true;
-      return `${m[1]}: ${REDACTED}`;
-    });
+export function redactSubscriptions(value: unknown): unknown {
+  if (!isObject(value)) return value;
+  if (typeof value.content === "string") {
+    const inner = parseJson(value.content);
+    if (!inner.ok) return value;
+    const redacted = redactSubscriptions(inner.value);
+    return redacted === inner.value ? value : { ...value, content: JSON.stringify(redacted) };
   }
-  if (!changed) return body;
-  return wrapped
-    ? JSON.stringify({ ...outer.value, content: JSON.stringify(bundle.value) })
-    : JSON.stringify(bundle.value);
+  if (value.resourceType === "Subscription") return redactSubscription(value);
+  if (value.resourceType !== "Bundle" || !Array.isArray(value.entry)) return value;
+  let changed = false;
+  const entry = value.entry.map((e: unknown) => {
+    if (!isObject(e) || !isObject(e.resource) || e.resource.resourceType !== "Subscription") return e;
+    const resource = redactSubscription(e.resource);
+    if (resource === e.resource) return e;
+    changed = true;
+    return { ...e, resource };
+  });
+  return changed ? { ...value, entry } : value;
 }
 
-/** What of a call may be kept: credentials in headers are redacted at the edge, those inside bodies here. */
-export function redactCall(draft: CallDraft): CallDraft {
-  if (draft.operation !== "subscribe-order-notifications") return draft;
-  return {
-    ...draft,
-    request: { ...draft.request, body: redactSubscriptionHeaders(draft.request.body) },
-    response: draft.response ? { ...draft.response, body: redactSubscriptionHeaders(draft.response.body) } : null,
-  };
+function redactSubscription(subscription: Record<string, unknown>): Record<string, unknown> {
+  const { channel } = subscription;
+  if (!isObject(channel) || !Array.isArray(channel.header) || channel.header.length === 0) return subscription;
+  const header = channel.header.map((line: unknown) => {
+    if (typeof line !== "string") return REDACTED;
+    const colon = line.indexOf(":");
+    return colon > 0 ? `${line.slice(0, colon)}: ${REDACTED}` : REDACTED;
+  });
+  return { ...subscription, channel: { ...channel, header } };
+}
+
+/** A body as text with its Subscriptions redacted; unchanged (same string) when it holds none. */
+function redactBodyText(text: string): string {
+  // Cheap test first: most bodies hold no Subscription and are not parsed again.
+  if (!text.includes("Subscription")) return text;
+  const parsed = parseJson(text);
+  if (!parsed.ok) return text;
+  const redacted = redactSubscriptions(parsed.value);
+  return redacted === parsed.value ? text : JSON.stringify(redacted);
+}
+
+/**
+ * What of a call may be kept, by rule rather than by look: the sandbox's one
+ * place that decides it. The journal applies it to every call before storing
+ * it, so the admin API, verify and wait, exports and `--journal-file` show
+ * only what it let through; the journal file readers (export, replay) apply
+ * it again to files written by other versions.
+ */
+export class Redaction {
+  readonly #names: ReadonlySet<string>;
+
+  /** `extra`: header names redacted besides the defaults (--redact-header), any case. */
+  constructor(extra: readonly string[] = []) {
+    this.#names = new Set([...DEFAULT_REDACTED_HEADERS, ...extra.map((n) => n.toLowerCase())]);
+  }
+
+  /** Whether a header's value is secret: its name is on the list or says so, or its value reads like a credential. */
+  secret(name: string, value: string): boolean {
+    const lower = name.toLowerCase();
+    return this.#names.has(lower) || SECRET_NAME.test(lower) || SECRET_VALUE.test(value.trim());
+  }
+
+  /** Headers with names lower-cased and secret values replaced; `always` names (any case) are secret whatever they hold. */
+  headers(headers: Record<string, string>, always: readonly string[] = []): Record<string, string> {
+    const forced = new Set(always.map((n) => n.toLowerCase()));
+    const out: Record<string, string> = {};
+    for (const [name, value] of Object.entries(headers)) {
+      const key = name.toLowerCase();
+      out[key] = forced.has(key) || this.secret(key, value) ? REDACTED : value;
+    }
+    return out;
+  }
+
+  /** A call as it may be stored: headers of both sides and Subscriptions in both bodies redacted. */
+  call(draft: CallDraft): CallDraft {
+    const { secretHeaders = [], ...rest } = draft;
+    return {
+      ...rest,
+      request: {
+        ...draft.request,
+        headers: this.headers(draft.request.headers, secretHeaders),
+        body: redactBodyText(draft.request.body),
+      },
+      response: draft.response
+        ? {
+            ...draft.response,
+            headers: this.headers(draft.response.headers),
+            body: redactBodyText(draft.response.body),
+          }
+        : null,
+    };
+  }
+
+  /** A recorded call read back from a journal file (bodies parsed): the same rules. */
+  recorded<T extends { request: { headers: Record<string, string>; body: unknown }; response: RecordedSide | null }>(
+    call: T,
+  ): T {
+    return {
+      ...call,
+      request: {
+        ...call.request,
+        headers: this.headers(call.request.headers),
+        body: redactSubscriptions(call.request.body),
+      },
+      response: call.response
+        ? {
+            ...call.response,
+            headers: this.headers(call.response.headers),
+            body: redactSubscriptions(call.response.body),
+          }
+        : null,
+    };
+  }
+}
+
+interface RecordedSide {
+  headers: Record<string, string>;
+  body: unknown;
 }

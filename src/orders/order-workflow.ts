@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { base, en, Faker } from "@faker-js/faker";
 import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Resource, Task } from "fhir/r4.js";
+import type { Logger } from "../app.js";
 import { emiratesId } from "../domain/emirates-id.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
@@ -50,6 +51,8 @@ export interface WorkflowDeps {
   pharmacies: PharmacyRegistry;
   dispatcher: PushDispatcher;
   events: SandboxEvents;
+  /** Where failures of background work (after a push, at a deadline) go. */
+  logger: Logger;
   /** The sandbox's URL as pharmacies see it: MessageHeader.source.endpoint of pushes. */
   publicUrl(): string;
 }
@@ -94,6 +97,22 @@ export class OrderWorkflow {
   #changed(order: Order, event: string): void {
     order.history.push({ at: this.deps.now(), event });
     this.deps.events.emit("order:updated", order);
+  }
+
+  /** Work nobody awaits (a push and what follows its answer): a failure is logged, never an unhandled rejection. */
+  #inBackground(what: string, work: () => Promise<void>): void {
+    work().catch((error: unknown) => this.deps.logger.error(`${what} failed`, error));
+  }
+
+  /** A timer's callback: a failure is logged instead of ending the process as an uncaught exception. */
+  #guarded(what: string, work: () => void): () => void {
+    return () => {
+      try {
+        work();
+      } catch (error) {
+        this.deps.logger.error(`${what} failed`, error);
+      }
+    };
   }
 
   /** Creates an order and pushes it to each target pharmacy; deliveries run in the background. */
@@ -171,11 +190,15 @@ export class OrderWorkflow {
     for (const request of order.pharmacies) this.#byTask.set(request.task.id as string, { order, request });
     this.#timers.set(
       id,
-      setTimeout(() => this.#deadline(order), deadline.getTime() - now.getTime()),
+      setTimeout(
+        this.#guarded(`order ${id}: the confirmation deadline`, () => this.#deadline(order)),
+        deadline.getTime() - now.getTime(),
+      ),
     );
     this.#changed(order, `created for ${targets.join(", ")}`);
     for (const request of order.pharmacies) {
-      void this.#push(order, request, "order-fulfillment-request").then((result) => {
+      this.#inBackground(`order ${id}: ${request.licence}: order-fulfillment-request`, async () => {
+        const result = await this.#push(order, request, "order-fulfillment-request");
         request.delivery = { ...result, deliveredAt: result.delivered ? this.deps.now() : null };
         if (request.state === "sent") {
           request.state = result.delivered ? "delivered" : "delivery-failed";
@@ -421,7 +444,8 @@ export class OrderWorkflow {
       });
     }
     this.#changed(order, `allocated to ${chosen.licence}`);
-    void this.#push(order, chosen, "order-allocation").then((result) => {
+    this.#inBackground(`order ${order.id}: ${chosen.licence}: order-allocation`, async () => {
+      const result = await this.#push(order, chosen, "order-allocation");
       chosen.allocationDelivery = { ...result, deliveredAt: result.delivered ? this.deps.now() : null };
       this.#changed(order, `${chosen.licence}: allocation ${result.delivered ? "delivered" : "delivery failed"}`);
     });

@@ -43,15 +43,21 @@ export class ScheduledPushes {
     const fire = () => {
       if (fired >= times) return;
       fired++;
+      // Repeats are planned first: a failure of this push must not cancel the next ones.
+      if (entry.every !== undefined && fired < times) this.#later(fire, durationMs(entry.every));
       const spec = toOrderSpec(entry.order ?? {});
       if (licence && !spec.pharmacies) spec.pharmacies = [licence];
-      const created = this.workflow.create(spec);
-      if (!created.ok) {
-        this.logger.error(
-          `scenario push ${entry.name ?? ""} made no order: ${created.issues.map((i) => i.diagnostics).join("; ")}`,
-        );
+      try {
+        const created = this.workflow.create(spec);
+        if (!created.ok) {
+          this.logger.error(
+            `scenario push ${entry.name ?? ""} made no order: ${created.issues.map((i) => i.diagnostics).join("; ")}`,
+          );
+        }
+      } catch (error) {
+        // A timer's callback: thrown on, it would end the process as an uncaught exception.
+        this.logger.error(`scenario push ${entry.name ?? ""} failed`, error);
       }
-      if (entry.every !== undefined && fired < times) this.#later(fire, durationMs(entry.every));
     };
     this.#later(fire, entry.after === undefined ? 0 : durationMs(entry.after));
   }

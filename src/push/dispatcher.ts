@@ -1,6 +1,6 @@
 import type { SandboxEvents } from "../events.js";
 import { readCapped } from "../http/read-body.js";
-import { redactHeaders } from "../journal/redact.js";
+import { headerRecord } from "../journal/redact.js";
 import { hostAllowed, pushableScheme } from "./push-allow.js";
 
 export interface PushSettings {
@@ -26,6 +26,7 @@ export interface PushDeps {
 
 export interface Push {
   target: string;
+  /** The pharmacy's headers (Subscription.channel.header): sent as they are, recorded redacted. */
   headers: Record<string, string>;
   /** The envelope text: {"content": "<bundle string>"}. */
   body: string;
@@ -50,7 +51,8 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  * Delivers pushes: a bounded number at a time, each attempt with a timeout,
  * retried with exponential backoff and jitter on connection errors,
  * timeouts and 5xx (also 408 and 429), never on other answers; redirects are
- * not followed. Every attempt is announced as an outbound call. `deliver`
+ * not followed. Every attempt is announced as an outbound call, the push's
+ * headers marked secret for the journal to redact. `deliver`
  * never rejects, so a bad receiver cannot break the caller.
  */
 export class PushDispatcher {
@@ -153,13 +155,15 @@ export class PushDispatcher {
         method: "POST",
         url: push.target,
         path,
-        headers: redactHeaders(
+        headers: headerRecord(
           Object.entries({ "content-type": "application/fhir+json; charset=utf-8", ...push.headers }),
         ),
         body: push.body,
       },
+      // The Subscription's headers are the pharmacy's credentials, whatever their names: never kept.
+      secretHeaders: Object.keys(push.headers),
       response: response
-        ? { status: response.status, headers: redactHeaders(response.headers), body: response.body }
+        ? { status: response.status, headers: headerRecord(response.headers), body: response.body }
         : null,
       ...(error ? { error } : {}),
       target: push.target,

@@ -1,6 +1,7 @@
 import { createReadStream } from "node:fs";
 import { createInterface } from "node:readline";
 import { isObject } from "../envelope/json.js";
+import { Redaction } from "../journal/redact.js";
 
 /**
  * A recorded call as GET /__admin/calls, GET /__admin/calls/export and
@@ -37,6 +38,9 @@ export interface JournalReadStats {
   /** The last line was cut off (a crash mid-write): skipped. */
   cutOff: boolean;
 }
+
+/** Files written by other versions (or by hand) may hold secrets in clear: the default rules apply on reading. */
+const redaction = new Redaction();
 
 export const newReadStats = (): JournalReadStats => ({ lines: 0, calls: 0, bad: [], cutOff: false });
 
@@ -78,7 +82,8 @@ export function asRecordedCall(value: unknown): RecordedCall | string {
  * Reads a journal file (NDJSON, one call per line) one line at a time, so a
  * file of any size is read in bounded memory. Lenient: a line that is not a
  * call record is skipped and noted in `stats`; a cut-off last line (the
- * server was killed mid-write) is skipped and flagged as such.
+ * server was killed mid-write) is skipped and flagged as such. Secrets are
+ * redacted as the journal does (src/journal/redact.ts), whoever wrote the file.
  *
  * @example
  *   const stats = newReadStats();
@@ -108,7 +113,7 @@ export async function* readJournal(path: string, stats: JournalReadStats): Async
         continue;
       }
       stats.calls++;
-      yield call;
+      yield redaction.recorded(call);
     }
   } finally {
     lines.close();

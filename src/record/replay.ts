@@ -1,4 +1,5 @@
 import { parseJson } from "../envelope/json.js";
+import { redactSubscriptions } from "../journal/redact.js";
 import { DEFAULT_OPERATIONS } from "../routing/default-operations.js";
 import { type Comparison, compareAnswers, type ObservedAnswer } from "./compare.js";
 import type { RecordedCall } from "./read-journal.js";
@@ -79,7 +80,8 @@ export async function sendRecorded(call: RecordedCall, options: ReplayOptions): 
       signal: AbortSignal.timeout(options.timeoutMs),
     });
     const text = await res.text();
-    return { status: res.status, body: shown(text) };
+    // The target may echo a Subscription with values the report must not show.
+    return { status: res.status, body: redactSubscriptions(shown(text)) };
   } catch (error) {
     return { status: null, body: null, error: failure(error, options.timeoutMs) };
   }

@@ -1,6 +1,14 @@
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { decodeYaml, type Locate, MAX_YAML_BYTES, readYamlFile, type YamlProblem } from "../config/yaml-file.js";
+import { DEFAULT_OPTIONS } from "../config/options.js";
+import {
+  decodeYaml,
+  type Locate,
+  readYamlFile,
+  tooLarge,
+  type YamlLimit,
+  type YamlProblem,
+} from "../config/yaml-file.js";
 import { type CompiledRule, compileRule } from "./rules.js";
 import { type ScenarioFile, scenarioFileSchema } from "./schema.js";
 
@@ -15,6 +23,11 @@ export interface LoadedScenario {
 export type ScenarioLoad = { ok: true; scenarios: LoadedScenario[] } | { ok: false; problems: YamlProblem[] };
 
 const SCENARIO_FILE = /\.ya?ml$/i;
+
+const DEFAULT_MAX_SCENARIO_FILE = DEFAULT_OPTIONS.maxScenarioFile;
+
+/** The size limit of one scenario document, bytes (--max-scenario-file). */
+const limitOf = (maxBytes: number): YamlLimit => ({ bytes: maxBytes, flag: "--max-scenario-file" });
 
 /** The record types each fixture list holds. */
 const FIXTURE_TYPES = {
@@ -70,12 +83,16 @@ function checkScenario(scenario: ScenarioFile, source: string, locate: Locate): 
 }
 
 /** Loads and checks scenario files; every problem of every file is reported, or all are loaded. */
-export function loadScenarioFiles(files: readonly string[], root: string): ScenarioLoad {
+export function loadScenarioFiles(
+  files: readonly string[],
+  root: string,
+  maxBytes = DEFAULT_MAX_SCENARIO_FILE,
+): ScenarioLoad {
   const problems: YamlProblem[] = [];
   const scenarios: LoadedScenario[] = [];
   for (const file of files) {
     const source = relative(root, file) || file;
-    const read = readYamlFile(file, scenarioFileSchema);
+    const read = readYamlFile(file, scenarioFileSchema, limitOf(maxBytes));
     if (!read.ok) {
       problems.push(...read.problems.map((p) => ({ ...p, file: source })));
       continue;
@@ -91,19 +108,15 @@ export function loadScenarioFiles(files: readonly string[], root: string): Scena
 }
 
 /** Loads every scenario file under a folder (none when the folder does not exist). */
-export function loadScenarioFolder(dir: string): ScenarioLoad {
+export function loadScenarioFolder(dir: string, maxBytes = DEFAULT_MAX_SCENARIO_FILE): ScenarioLoad {
   if (!existsSync(dir)) return { ok: true, scenarios: [] };
-  return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".");
+  return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".", maxBytes);
 }
 
 /** Loads a scenario sent to the admin API (YAML, of which JSON is a subset). */
-export function loadScenarioText(text: string, source: string): ScenarioLoad {
-  if (Buffer.byteLength(text) > MAX_YAML_BYTES) {
-    return {
-      ok: false,
-      problems: [{ file: source, line: 1, column: 1, message: `larger than ${MAX_YAML_BYTES} bytes` }],
-    };
-  }
+export function loadScenarioText(text: string, source: string, maxBytes = DEFAULT_MAX_SCENARIO_FILE): ScenarioLoad {
+  const size = Buffer.byteLength(text);
+  if (size > maxBytes) return { ok: false, problems: [tooLarge(source, size, limitOf(maxBytes))] };
   const read = decodeYaml(text, source, scenarioFileSchema);
   if (!read.ok) return { ok: false, problems: read.problems };
   const checked = checkScenario(read.value, source, read.locate);

@@ -39,13 +39,18 @@ export class Scenarios {
 
   constructor(
     readonly folder: string | undefined,
-    private readonly deps: { now(): Date; events?: ScenarioEvents },
+    private readonly deps: {
+      now(): Date;
+      events?: ScenarioEvents;
+      /** Largest scenario document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
+      maxFileBytes?: number;
+    },
   ) {}
 
   /** Loads the folder; on problems the previous set keeps serving. */
   reload(): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
-    const load = loadScenarioFolder(this.folder);
+    const load = loadScenarioFolder(this.folder, this.deps.maxFileBytes);
     const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
     if (load.ok) {
       this.#folder = load.scenarios;
@@ -60,7 +65,7 @@ export class Scenarios {
   /** Adds a scenario document (YAML or JSON) at run time. */
   add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
     const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source);
+    const load = loadScenarioText(text, source, this.deps.maxFileBytes);
     if (!load.ok) return load;
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtime.push(scenario);

@@ -1,4 +1,13 @@
-import type { AllergyIntolerance, Bundle, Composition, Observation, Patient, Resource } from "fhir/r4.js";
+import type {
+  AllergyIntolerance,
+  Bundle,
+  Composition,
+  Condition,
+  Observation,
+  Patient,
+  Procedure,
+  Resource,
+} from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { ALTERNATE, example, focusOf, messageBundle, post, responseHeader } from "../support/messages.js";
@@ -117,6 +126,51 @@ describe("patient profile (CONTRACT §6)", () => {
     expect(reply.status).toBe(400);
     expect(reply.body.issue[0].diagnostics).toMatch(/kg/);
     expect(reply.body.issue[0].expression).toEqual(["Bundle.entry[1].resource.valueQuantity.code"]);
+  });
+});
+
+describe("the clinician summary is coded as the International Patient Summary (CONTRACT §4)", () => {
+  // Written from CONTRACT §4 and the IPS implementation guide (hl7.org/fhir/uv/ips), not read from src/.
+  const LOINC = "http://loinc.org";
+  const PATIENT_SUMMARY = "60591-5";
+  const SECTIONS = [
+    { code: "48765-2", holds: "AllergyIntolerance" },
+    { code: "11450-4", holds: "Condition" },
+    { code: "47519-4", holds: "Procedure" },
+    { code: "8716-3", holds: "Observation" },
+  ];
+
+  it("Composition.type is LOINC 60591-5; one section per IPS code, each record in its own", async () => {
+    const s = newSandbox();
+    const value = "784-1970-1111111-5";
+    const subject = patientRef(value);
+    const added = new Map<string, string | undefined>();
+    const add = async (event: string, resource: AllergyIntolerance | Condition | Procedure | Observation) => {
+      const [stored] = ok(await s.send(event, [resource]));
+      added.set(resource.resourceType, stored?.id);
+    };
+    await add("add-allergy", { ...example<AllergyIntolerance>("allergyintolerance-example.json"), patient: subject });
+    await add("add-history", { ...example<Condition>("condition-example.json"), subject });
+    await add("add-history", { ...example<Procedure>("procedure-example.json"), subject });
+    await add("add-measurement", {
+      ...example<Observation>("observation-example.json"),
+      subject,
+      // The latest measurement per code is listed: this one is later than any generated one.
+      effectiveDateTime: "2030-01-01T00:00:00Z",
+      valueQuantity: { value: 70, unit: "kg", system: "http://unitsofmeasure.org", code: "kg" },
+    });
+
+    const view = await s.profile(value);
+
+    expect(view.composition.type.coding).toEqual([expect.objectContaining({ system: LOINC, code: PATIENT_SUMMARY })]);
+    expect(view.composition.section?.map((section) => section.code?.coding)).toEqual(
+      SECTIONS.map(({ code }) => [expect.objectContaining({ system: LOINC, code })]),
+    );
+    for (const { code, holds } of SECTIONS) {
+      expect(view.section(code), `section ${code}`).toContain(`${holds}/${added.get(holds)}`);
+      const others = SECTIONS.filter((other) => other.code !== code).map((other) => other.code);
+      for (const other of others) expect(view.section(other)).not.toContain(`${holds}/${added.get(holds)}`);
+    }
   });
 });
 

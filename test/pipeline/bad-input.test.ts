@@ -7,7 +7,16 @@ import { createApp, type SandboxApp } from "../../src/app.js";
 import type { SandboxOptions } from "../../src/config/options.js";
 import { compilePath } from "../../src/fhir/fhirpath.js";
 import type { IssueCode } from "../../src/fhir/outcome.js";
-import { ALTERNATE, envelope, example, focusOf, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
+import {
+  ALTERNATE,
+  envelope,
+  example,
+  focusOf,
+  messageBundle,
+  post,
+  responseHeader,
+  STANDARD,
+} from "../support/messages.js";
 
 /**
  * The bad-input table (CONTRACT §5): every malformed, misrouted or oversized
@@ -668,5 +677,61 @@ describe("--lenient-envelope accepts a bare Bundle or a Parameters resource (CON
     expect(reply).toMatchObject({ resourceType: "Bundle", type: "message" });
     expect(responseHeader(reply).response).toEqual({ identifier: "lenient-1", code: "ok" });
     expect(journal.list()[0]).toMatchObject({ operation: "add-allergy", messageId: "lenient-1" });
+  });
+});
+
+describe("JSON nesting: 128 levels are read, 129 are refused (README: where the contract is silent)", () => {
+  /** Nesting depth as the README counts it: the outermost object or array is level 1. */
+  const depthOf = (value: unknown): number =>
+    value !== null && typeof value === "object"
+      ? 1 + Math.max(0, ...Object.values(value as Record<string, unknown>).map(depthOf))
+      : 0;
+
+  /**
+   * A valid add-allergy message whose AllergyIntolerance has `levels` complex extensions nested in one
+   * another (R4 allows it), the innermost with a valueString (its object is the deepest level) or a
+   * valueCoding (one level deeper).
+   */
+  function nestedExtensions(levels: number, leaf: "valueString" | "valueCoding"): Bundle {
+    let extension: Record<string, unknown> =
+      leaf === "valueString"
+        ? { url: "urn:example:leaf", valueString: "deep" }
+        : { url: "urn:example:leaf", valueCoding: { system: "urn:example:codes", code: "deep" } };
+    for (let i = 1; i < levels; i++) extension = { url: `urn:example:level-${i}`, extension: [extension] };
+    return messageBundle("add-allergy", [{ ...cashewWithPatient(), extension: [extension] } as Resource]);
+  }
+  const cashewWithPatient = (): AllergyIntolerance => ({
+    ...cashew(),
+    patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1990-1234567-6" } },
+  });
+
+  it("a message nested 128 levels deep is processed", async () => {
+    const bundle = nestedExtensions(62, "valueString");
+    expect(depthOf(bundle)).toBe(128);
+    const reply = await post(createApp().app, bundle);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    expect(responseHeader(reply.body).response?.code).toBe("ok");
+  });
+
+  it("a message nested 129 levels deep is a 400 that names the limit", async () => {
+    const bundle = nestedExtensions(62, "valueCoding");
+    expect(depthOf(bundle)).toBe(129);
+    const reply = await post(createApp().app, bundle);
+    expect(reply.status).toBe(400);
+    expect(JSON.stringify(reply.body)).toMatch(/nesting deeper than 128 levels/);
+  });
+
+  it.each([
+    [128, false],
+    [129, true],
+  ])("a body of %i nested arrays: refused for its nesting %s", async (levels, refused) => {
+    expect(depthOf(JSON.parse(deepArray(levels)))).toBe(levels);
+    const res = await createApp().app.request(STANDARD, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: deepArray(levels),
+    });
+    expect(res.status).toBe(400);
+    expect((await res.text()).includes("nesting deeper than")).toBe(refused);
   });
 });

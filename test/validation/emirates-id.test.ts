@@ -60,6 +60,37 @@ describe("Emirates ID check digits", () => {
   });
 });
 
+describe("Emirates ID check digits: every digit, for IDs whose right digit is each of 0–9", () => {
+  /** The first ID from 784-1987-1000000 on whose Luhn digit (the test's own implementation) is `digit`. */
+  const idWithCheckDigit = (digit: number): string => {
+    for (let serial = 1_000_000; serial < 1_000_100; serial++) {
+      const id = emiratesId(1987, serial);
+      if (Number(id.at(-1)) === digit) return id;
+    }
+    throw new Error(`no serial in range gives check digit ${digit}`);
+  };
+
+  it.each([0, 1, 2, 3, 4, 5, 6, 7, 8, 9])(
+    "right digit %i: accepted, and each of the nine others refused",
+    async (right) => {
+      const id = idWithCheckDigit(right);
+      const { app } = sandboxWith();
+      const answers: Array<[number, number, string | undefined]> = [];
+      for (let digit = 0; digit <= 9; digit++) {
+        const reply = await post(app, profileOf(withCheckDigit(id, digit)));
+        answers.push([
+          digit,
+          reply.status,
+          reply.status === 200 ? responseHeader(reply.body).response?.code : undefined,
+        ]);
+      }
+      expect(answers).toEqual(
+        Array.from({ length: 10 }, (_, digit) => (digit === right ? [digit, 200, "ok"] : [digit, 400, undefined])),
+      );
+    },
+  );
+});
+
 describe("Emirates ID format", () => {
   const good = emiratesId(1985, 7_654_321);
   it.each([
