@@ -8,7 +8,7 @@
 // Each major runs `npm run build` and `vitest run` with its node first on PATH, so npm, tsc, esbuild's wrapper,
 // vitest and every child process the tests spawn (process.execPath) run on it. Exits 1 if any run fails.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 
@@ -60,13 +60,27 @@ for (const major of MAJORS) {
   if (!version.startsWith(`v${major}.`)) throw new Error(`node on PATH is ${version}, expected ${major}.x`);
   console.log(`\n== Node ${version}: npm run build, then vitest run ==\n`);
   const build = run("npm", ["run", "build"], { cwd: ROOT, env });
-  const suite = build.ok ? run("npx", ["vitest", "run"], { cwd: ROOT, env }) : { ok: false, seconds: 0 };
-  results.push({ version, build, suite });
+  const report = join(mkdtempSync(join(tmpdir(), "node-versions-report-")), "vitest.json");
+  const suite = build.ok
+    ? run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`], {
+        cwd: ROOT,
+        env,
+      })
+    : { ok: false, seconds: 0 };
+  const counts = existsSync(report) ? JSON.parse(readFileSync(report, "utf8")) : {};
+  rmSync(join(report, ".."), { recursive: true, force: true });
+  results.push({ version, build, suite, tests: { passed: counts.numPassedTests ?? 0, failed: counts.numFailedTests ?? 0 } });
 }
 
-console.log("\n| node | build | test suite (wall) |\n|---|---|---|");
-for (const { version, build, suite } of results) {
+console.log("\n| node | build | test suite (wall) | tests passed / failed |\n|---|---|---|---|");
+for (const { version, build, suite, tests } of results) {
   const cell = (r) => `${r.ok ? "passed" : "**failed**"}, ${r.seconds.toFixed(0)} s`;
-  console.log(`| ${version} | ${cell(build)} | ${suite.seconds > 0 ? cell(suite) : "not run"} |`);
+  console.log(
+    `| ${version} | ${cell(build)} | ${suite.seconds > 0 ? cell(suite) : "not run"} | ${tests.passed} / ${tests.failed} |`,
+  );
 }
+// The plain closing line CI reads: the tests of every run together (a build that failed counts as one failure).
+const passed = results.reduce((sum, r) => sum + r.tests.passed, 0);
+const failed = results.reduce((sum, r) => sum + r.tests.failed + (r.build.ok ? 0 : 1), 0);
+console.log(`\nnode-versions: ${passed} passed, ${failed} failed`);
 process.exit(results.every((r) => r.build.ok && r.suite.ok) ? 0 : 1);
