@@ -1,7 +1,9 @@
 import { randomUUID } from "node:crypto";
+import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
+import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
@@ -14,7 +16,7 @@ import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
-import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
@@ -24,6 +26,7 @@ import { ReplayCache } from "./pipeline/replay-cache.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
+import { operationNames } from "./routing/operation-names.js";
 import { applyFixtures } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
@@ -47,6 +50,8 @@ export interface SandboxDeps {
   logger: Logger;
   /** Handlers that replace built-in ones, by operation id. */
   handlers: HandlerTable;
+  /** fs.watch, for the scenarios folder (`--watch`). */
+  fsWatch: typeof watch;
 }
 
 export const defaultDeps = (): SandboxDeps => ({
@@ -57,9 +62,11 @@ export const defaultDeps = (): SandboxDeps => ({
   fetch: (input, init) => fetch(input, init),
   logger: {
     info: (m) => console.log(m),
-    error: (m, e) => console.error(m, e),
+    // console.error(m, undefined) would print "m undefined": most errors (a refused reload) carry no Error.
+    error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
   },
   handlers: {},
+  fsWatch: watch,
 });
 
 /** Most processed answers remembered for resent message ids. */
@@ -83,9 +90,13 @@ export interface SandboxApp {
   orders: OrderWorkflow;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  /** The URL pushes name as their source, unless --public-url fixed it (the server sets it once listening). */
-  setPublicUrl(url: string): void;
-  /** Stops watching the scenarios folder, scheduled pushes and order timers. */
+  /**
+   * Told by the server once it listens: its URL (which pushes name as their source, unless
+   * --public-url fixed it) and its limits (shown by GET /__admin/health).
+   */
+  served(server: { url: string; limits: ServerLimits }): void;
+  logger: Logger;
+  /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
   close(): void;
 }
 
@@ -107,13 +118,6 @@ export function createApp(
   const startedAt = deps.now();
 
   const events = new SandboxEvents();
-  const journal = new Journal(
-    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
-    events,
-    options.journalFile ? nextIdAfter(options.journalFile) : 1,
-    new Redaction(options.redactHeaders),
-  );
-  const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
@@ -126,6 +130,7 @@ export function createApp(
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
+    operations: operationNames(catalogue),
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
@@ -136,15 +141,32 @@ export function createApp(
           );
         events.emit("scenarios:loaded", { ok, problems });
       },
+      onWatchError: (message) => deps.logger.error(message),
     },
+    fsWatch: deps.fsWatch,
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  // Opened once nothing else can fail to start, so a refused start leaves no file open.
+  const journalFile = options.journalFile
+    ? new JournalFile(options.journalFile, {
+        events,
+        highestIdIssued: (): number => journal.highestIdIssued,
+        warn: (message) => deps.logger.error(message),
+      })
+    : undefined;
+  const journal = new Journal(
+    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
+    events,
+    journalFile?.nextId ?? 1,
+    new Redaction(options.redactHeaders),
+  );
   const fixturesOf = (list: readonly LoadedScenario[]) =>
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
+  let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
     {
       timeoutMs: options.pushTimeoutMs,
@@ -218,6 +240,7 @@ export function createApp(
       startedAt,
       now: deps.now,
       reset,
+      health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
     }),
   );
   const record = recordCalls({
@@ -264,14 +287,17 @@ export function createApp(
     orders: workflow,
     reset,
     applyFixtures: fixturesOf,
-    setPublicUrl: (url: string) => {
-      if (options.publicUrl === undefined) publicUrl = url;
+    served: (server) => {
+      if (options.publicUrl === undefined) publicUrl = server.url;
+      serverLimits = server.limits;
     },
+    logger: deps.logger,
     close: () => {
-      journalFile?.close();
       stopWatching();
       pushes.stop();
       workflow.clear();
+      // Last: whatever ended before this is written.
+      journalFile?.close();
     },
   };
 }

@@ -1,11 +1,13 @@
 import type { Hono } from "hono";
 import { createApp, type SandboxApp, type SandboxDeps } from "./app.js";
 import type { SandboxOptions } from "./config/options.js";
+import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
 import { waitUntil } from "./journal/wait.js";
+import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { startServer } from "./server/start-server.js";
 
 export interface SandboxInit extends Partial<SandboxOptions> {
@@ -15,9 +17,14 @@ export interface SandboxInit extends Partial<SandboxOptions> {
   port?: number;
   /** Interface to bind (default 127.0.0.1). */
   host?: string;
+  /** Server timeouts, connection cap and shutdown grace (default the CLI's, but a 1 s shutdown grace). */
+  limits?: Partial<ServerLimits>;
   /** Replace time, ids, randomness, outbound fetch or logging. */
   deps?: Partial<SandboxDeps>;
 }
+
+/** A test suite's close() should not wait long for a call it abandoned. */
+const EMBEDDED_SHUTDOWN_GRACE_MS = 1000;
 
 export type CallView = ReturnType<typeof callView>;
 
@@ -27,9 +34,9 @@ export interface Sandbox {
   url: string;
   /** The Hono app: `app.request(path, init)` or `app.fetch(request)` work without a port. */
   app: Hono;
-  /** Recorded calls, oldest first (the same filters as GET /__admin/calls). */
+  /** Recorded calls, oldest first (the same filters as GET /__admin/calls; throws on an unknown operation). */
   calls(filter?: CallFilter): CallView[];
-  /** Checks an expectation against the journal now (throws on a malformed one). */
+  /** Checks an expectation against the journal now (throws on a malformed one, or an unknown operation). */
   verify(expectation: Expectation): Verification;
   /** Resolves as soon as the expectation holds, or with ok: false after `timeoutMs` (default 5000) or on close(). */
   waitFor(expectation: Expectation, timeoutMs?: number): Promise<Verification>;
@@ -37,16 +44,19 @@ export interface Sandbox {
   reset(): void;
   /** Adds scenario rules (a YAML/JSON document, or its object form) ahead of the folder's; returns their ids. */
   addRules(scenario: string | object): string[];
-  /** Stops the server (if any), timers and watchers; pending waitFor calls resolve. Safe to call twice. */
+  /**
+   * Stops accepting connections, lets calls in flight finish (up to the shutdown grace), then stops timers and
+   * watchers and closes the journal file; pending waitFor calls resolve at once. Safe to call twice.
+   */
   close(): Promise<void>;
   /** The parts underneath, for what the handle does not cover. */
   internals: SandboxApp;
 }
 
-function compiled(expectation: Expectation) {
+function compiled(expectation: Expectation, names: OperationNames) {
   const parsed = expectationSchema.safeParse(expectation);
   if (!parsed.success) throw new Error(`bad expectation: ${parsed.error.issues.map((i) => i.message).join("; ")}`);
-  const result = compileExpectation(parsed.data);
+  const result = compileExpectation(parsed.data, names);
   if (!result.ok) throw new Error(`bad expectation: ${result.reason}`);
   return result.verify;
 }
@@ -61,17 +71,21 @@ function compiled(expectation: Expectation) {
  *   await sandbox.close();
  */
 export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
-  const { listen = true, port = 0, host = "127.0.0.1", deps, ...options } = init;
+  const { listen = true, port = 0, host = "127.0.0.1", limits, deps, ...options } = init;
   const internals = createApp(options, deps);
   // A port in use rejects here: stop what createApp started (watcher, scheduled pushes) before passing it on.
   const running = listen
-    ? await startServer(internals, { port, host }).catch((error: unknown) => {
+    ? await startServer(internals, {
+        port,
+        host,
+        limits: { shutdownGraceMs: EMBEDDED_SHUTDOWN_GRACE_MS, ...limits },
+      }).catch((error: unknown) => {
         internals.close();
         throw error;
       })
     : undefined;
-  if (running) internals.setPublicUrl(running.url);
   const { journal, events, scenarios } = internals;
+  const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
   const closing = new AbortController();
   let closed: Promise<void> | undefined;
@@ -79,11 +93,16 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     url: running?.url ?? "",
     app: internals.app,
     internals,
-    calls: (filter) => journal.list(filter).map(callView),
-    verify: (expectation) => compiled(expectation).verify(journal.list()),
+    calls(filter) {
+      if (filter?.operation === undefined) return journal.list(filter).map(callView);
+      const resolved = names.resolve(filter.operation);
+      if (!resolved.ok) throw new Error(`bad call filter: ${resolved.problem}`);
+      return journal.list({ ...filter, operation: resolved.id }).map(callView);
+    },
+    verify: (expectation) => compiled(expectation, names).verify(journal.list()),
     // async: a malformed expectation rejects the promise; the waiter still subscribes before this returns.
     async waitFor(expectation, timeoutMs = 5000) {
-      return waitUntil(events, compiled(expectation), () => journal.list(), timeoutMs, closing.signal);
+      return waitUntil(events, compiled(expectation, names), () => journal.list(), timeoutMs, closing.signal);
     },
     reset: internals.reset,
     addRules(scenario) {
@@ -94,10 +113,11 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     },
     close() {
       // Idempotent: afterAll hooks and error paths may both close.
+      // As the CLI stops: no new connections, calls in flight finish (and are journaled), then the rest.
       closed ??= (async () => {
         closing.abort();
+        await running?.close();
         internals.close();
-        await running?.close(1000);
       })();
       return closed;
     },

@@ -1,14 +1,17 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
 import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
-import { readBody } from "../http/read-body.js";
+import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { callView } from "../journal/call-view.js";
+import { explainCall } from "../journal/explain-call.js";
 import type { CallFilter, Journal } from "../journal/journal.js";
+import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
@@ -16,6 +19,7 @@ import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
+import { operationNames } from "../routing/operation-names.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { Scenarios } from "../scenarios/scenarios.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
@@ -40,18 +44,26 @@ export interface AdminDeps {
   now(): Date;
   /** Puts state back to fixtures, clears the journal and counters. */
   reset(): void;
+  /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
+  health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
 
 function problem(
-  status: 400 | 404 | 413,
+  status: 400 | 404 | 408 | 413,
   diagnostics: string,
-  code: "invalid" | "not-found" | "too-long" = "invalid",
+  code: "invalid" | "not-found" | "too-long" | "timeout" = "invalid",
 ): Response {
   return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
     status,
     headers: { "content-type": FHIR_JSON },
   });
 }
+
+/** The answer to a body that was too large, or did not arrive in full. */
+const unreadBody = (read: Exclude<BodyRead, { ok: true }>): Response =>
+  read.tooLarge
+    ? problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long")
+    : problem(408, incompleteBody(read.error), "timeout");
 
 const callQuery = z
   .object({
@@ -72,11 +84,7 @@ async function jsonBody(
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
-  if (!read.ok)
-    return {
-      ok: false,
-      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long"),
-    };
+  if (!read.ok) return { ok: false, response: unreadBody(read) };
   const parsed = parseJson(read.text === "" ? "{}" : read.text);
   if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
   return { ok: true, value: parsed.value };
@@ -88,6 +96,8 @@ const describeZod = (error: z.ZodError): string =>
 /** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
 export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
+  // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
+  const names = operationNames(deps.catalogue, { pushes: true });
   admin.use("*", adminAuth(deps.adminToken));
 
   admin.get("/health", (c) =>
@@ -96,6 +106,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
       calls: deps.journal.size,
+      ...deps.health(),
     }),
   );
 
@@ -116,7 +127,13 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    return c.json({ calls: deps.journal.list(query.data as CallFilter).map(callView) });
+    const filter = query.data as CallFilter;
+    if (filter.operation !== undefined) {
+      const resolved = names.resolve(filter.operation);
+      if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
+      filter.operation = resolved.id;
+    }
+    return c.json({ calls: deps.journal.list(filter).map(callView) });
   });
 
   admin.get("/calls/export", (c) => {
@@ -157,7 +174,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
     const parsed = expectationSchema.safeParse(body.value);
     if (!parsed.success)
       return { ok: false as const, response: problem(400, `Bad expectation: ${describeZod(parsed.error)}.`) };
-    const compiled = compileExpectation(parsed.data);
+    const compiled = compileExpectation(parsed.data, names);
     if (!compiled.ok) return { ok: false as const, response: problem(400, compiled.reason) };
     return { ok: true as const, expectation: compiled.verify, timeoutMs: parsed.data.timeoutMs };
   };
@@ -184,7 +201,8 @@ export function adminRoutes(deps: AdminDeps): Hono {
         `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
         "not-found",
       );
-    return c.json(callView(call));
+    // The explanation only here, computed when asked: listing calls stays cheap, and the request path records only a trace.
+    return c.json({ ...callView(call), explanation: explainCall(call, deps.basePath) });
   });
 
   admin.get("/patients/:key", (c) => {
@@ -219,7 +237,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.post("/scenarios", async (c) => {
     const read = await readBody(c.req.raw, deps.maxBody);
-    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long");
+    if (!read.ok) return unreadBody(read);
     const added = deps.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(

@@ -4,15 +4,16 @@ import { parseArgs } from "node:util";
 import { formatProblem } from "../config/yaml-file.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import { newReadStats, readJournal } from "../record/read-journal.js";
-import { loadScenarioText } from "../scenarios/load.js";
+import { defaultOperationNames, loadScenarioText } from "../scenarios/load.js";
 
 export const EXPORT_USAGE = `Usage: uae-fhir-sandbox export --from <calls.ndjson> [--to <scenario.yaml>] [options]
 
 Turns recorded calls (a --journal-file, or the NDJSON of GET /__admin/calls/export)
 into a scenario file: one rule per operation and key content (the patient, the focus
 ids the client chose), answering with the recorded status and body. Ids, timestamps,
-MessageHeader.response.identifier and the destination endpoint become templates, so a
-replayed answer is correct for a new request. Calls with the same key content answer in
+MessageHeader.response.identifier and the source and destination endpoints become
+templates, so a replayed answer is correct for a new request and names the sandbox
+that sends it. Calls with the same key content answer in
 recorded order (a sequence). The running sandbox gives the same file for its in-memory
 journal: GET /__admin/calls/export?format=scenario.
 
@@ -54,7 +55,13 @@ function parse(argv: string[]) {
   if (values.to !== undefined && resolve(values.to) === resolve(from)) {
     throw new Usage(`--to ${values.to} is the journal itself: write the scenario to another file`);
   }
-  return { help: false as const, from, to: values.to, operations: values.operation };
+  // A misspelt --operation would export nothing and say so only as "no inbound calls": refuse it by name.
+  const operations = values.operation?.map((name) => {
+    const resolved = defaultOperationNames().resolve(name);
+    if (!resolved.ok) throw new Usage(`--operation: ${resolved.problem}`);
+    return resolved.id;
+  });
+  return { help: false as const, from, to: values.to, operations };
 }
 
 /**

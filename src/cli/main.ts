@@ -3,9 +3,12 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
+import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
+import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
 import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
 import { replayCommand } from "./replay.js";
@@ -19,11 +22,14 @@ Usage:
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios,
                                             under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
+                                            (with an operations file: validate --operations FILE DIR)
   uae-fhir-sandbox schema                   print the JSON Schema of scenario files
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
                                             recorded calls (--journal-file) → a scenario file; export --help
+  uae-fhir-sandbox example <operation> [--patient ID] [--bundle] [--order N --pharmacy LICENCE --url URL]
+                                            print a valid request message for an operation; example --help
   uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
                                             re-send recorded calls, compare the answers; exit 1 on any
                                             difference; replay --help for what is compared
@@ -53,6 +59,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // example builds a message; it reads a running sandbox only for an order's ids.
+  if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
   // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
   const negated = new Set<string>();
   const args = argv.filter((arg) => {
@@ -89,15 +97,25 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const [command = "serve", ...rest] = positionals;
   if (command === "validate") {
     let maxBytes: number;
+    let operationsFile: string | undefined;
     try {
-      // Files are checked as the server would load them: under the same --max-scenario-file.
+      // Files are checked as the server would load them: under the same --max-scenario-file, and rules may name
+      // the operations of the same operations file (renamed codes, aliases).
       maxBytes = resolveFlag("max-scenario-file", values, io.env) as number;
+      operationsFile = (resolveFlag("operations", values, io.env) as string | undefined) || undefined;
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
       return 2;
     }
-    return validate(rest.length > 0 ? rest : ["./scenarios"], io, maxBytes);
+    let catalogue: Catalogue;
+    try {
+      catalogue = buildCatalogue(operationsFile ? loadOperationsFile(operationsFile) : undefined);
+    } catch (error) {
+      io.err((error as Error).message);
+      return 1;
+    }
+    return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
   }
   if (command === "schema" && rest.length === 0) {
     io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
@@ -124,21 +142,31 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
   const sandbox = createApp(config.sandbox, {
     logger: { info: io.out, error: (m, e) => io.err(e === undefined ? m : `${m}: ${String(e)}`) },
   });
-  const running = await startServer(sandbox, { port: config.port, host: config.host });
-  sandbox.setPublicUrl(running.url);
+  const running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits }).catch(
+    (error: unknown) => {
+      sandbox.close();
+      throw error;
+    },
+  );
   io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
   io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
   io.out(`  admin:    ${running.url}/__admin/health`);
   return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
+    // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
+    // A second signal is not caught: it ends the process at once.
+    const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
       io.out(`received ${signal}, shutting down`);
+      const { cutOff } = await running.close();
+      if (cutOff > 0) {
+        io.err(
+          `${cutOff} request(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
+        );
+      }
       sandbox.close();
-      running.close().then(() => {
-        io.out("stopped");
-        resolve(0);
-      });
+      io.out("stopped");
+      resolve(0);
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);

@@ -1,17 +1,19 @@
 import { existsSync, statSync } from "node:fs";
+import { relative } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
-import { loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
+import { type LoadOptions, loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
 
 /**
  * `uae-fhir-sandbox validate [DIR|FILE...]`: checks scenario files as the
- * server would load them, without serving. Exit 0 when all are valid, 1 with
- * every problem as file:line:column: message otherwise.
+ * server would load them, without serving — the files of a folder
+ * together, so a name given twice across them is found. Exit 0 when all are
+ * valid, 1 with every problem as file:line:column: message otherwise.
+ * `options`: the operations rules may name (the catalogue after --operations) and the largest file (--max-scenario-file).
  */
 export function validate(
   paths: readonly string[],
   io: { out(line: string): void; err(line: string): void },
-  /** Largest file, bytes (--max-scenario-file); default the server's. */
-  maxBytes?: number,
+  options: LoadOptions = {},
 ): number {
   let failed = false;
   let checked = 0;
@@ -27,18 +29,23 @@ export function validate(
       io.err(`${path}: no *.yaml or *.yml scenario files`);
       failed = true;
     }
+    const load = loadScenarioFiles(files, root, options);
+    const problems = load.ok ? [] : load.problems;
     for (const file of files) {
       checked++;
-      const load = loadScenarioFiles([file], root, maxBytes);
-      if (!load.ok) {
+      // As the loader names it (relative to the folder), while messages name the path as given.
+      const source = relative(root, file) || file;
+      const own = problems.filter((p) => p.file === source);
+      if (own.length > 0) {
         failed = true;
-        for (const problem of load.problems) io.err(formatProblem({ ...problem, file }));
+        for (const problem of own) io.err(formatProblem({ ...problem, file }));
         continue;
       }
-      const { scenario, rules } = load.scenarios[0] as (typeof load.scenarios)[number];
-      const patients = scenario.fixtures?.patients?.length ?? 0;
-      const pharmacies = scenario.fixtures?.pharmacies?.length ?? 0;
-      io.out(`ok ${file}: ${rules.length} rules, ${patients} fixture patients, ${pharmacies} pharmacies`);
+      const loaded = load.scenarios.find((s) => s.source === source);
+      if (!loaded) continue;
+      const patients = loaded.scenario.fixtures?.patients?.length ?? 0;
+      const pharmacies = loaded.scenario.fixtures?.pharmacies?.length ?? 0;
+      io.out(`ok ${file}: ${loaded.rules.length} rules, ${patients} fixture patients, ${pharmacies} pharmacies`);
     }
   }
   io.out(failed ? `validation failed (${checked} files checked)` : `${checked} scenario files valid`);

@@ -1,4 +1,5 @@
 import { type Issue, issue } from "../fhir/outcome.js";
+import { nearest } from "../text/suggest.js";
 import { describeJsonType, isObject, parseJson } from "./json.js";
 
 /** How the message reached us: the documented envelope, or a lenient form. */
@@ -37,6 +38,17 @@ export function decodeEnvelope(text: string, lenient: boolean): DecodedEnvelope 
       "structure",
       `The body is a Parameters resource; ${ENVELOPE_SHAPE}, or start the sandbox with --lenient-envelope.`,
     );
+  }
+  if (value.content === undefined) {
+    // {"Content": …} or {"contents": …}: the key is what is wrong, so say so rather than "missing".
+    const misspelt = Object.keys(value).find((key) => nearest(key, ["content"]) !== undefined);
+    if (misspelt !== undefined) {
+      const fix =
+        misspelt.toLowerCase() === "content"
+          ? 'JSON keys are case-sensitive: write it in lower case, "content"'
+          : 'did you mean "content"?';
+      return fail("required", `"content" is missing, but the body has "${misspelt}": ${fix}; ${ENVELOPE_SHAPE}.`);
+    }
   }
   return fromContent(value.content, "content");
 }

@@ -183,10 +183,15 @@ function headerIssues(header: Record<string, unknown>): Issue[] {
     );
   }
   if (eventOf(header) === undefined) {
+    // What was there instead, so the fix is plain: R4 has no `event` element, only the choice eventCoding | eventUri.
     const found =
       header.eventCoding !== undefined
         ? `eventCoding is ${isObject(header.eventCoding) ? "without a code" : describeJsonType(header.eventCoding)}`
-        : "neither eventCoding nor eventUri is present";
+        : header.eventUri !== undefined
+          ? `eventUri is ${typeof header.eventUri === "string" ? "without a last segment" : describeJsonType(header.eventUri)}`
+          : header.event !== undefined
+            ? 'it has an element "event", which R4 spells eventCoding (a Coding) or eventUri'
+            : "neither eventCoding nor eventUri is present";
     issues.push(
       issue(
         "required",

@@ -38,10 +38,11 @@ export function holds(result: readonly unknown[]): boolean {
   return !(result.length === 1 && result[0] === false);
 }
 
-/** Evaluates, turning an engine error into a failed match with its reason. */
-export function test(path: CompiledPath, resource: unknown): { holds: boolean; error?: string } {
+/** Evaluates, turning an engine error into a failed match with its reason; `empty` tells "found nothing" from "false". */
+export function test(path: CompiledPath, resource: unknown): { holds: boolean; empty?: boolean; error?: string } {
   try {
-    return { holds: holds(path(resource)) };
+    const result = path(resource);
+    return { holds: holds(result), empty: result.length === 0 };
   } catch (error) {
     return { holds: false, error: (error as Error).message };
   }

@@ -124,6 +124,37 @@ export function outboundMessage(m: OutboundMessage, deps: MessageDeps): Bundle {
   );
 }
 
+/** A message as a client sends it (the `example` command): the client's event and source, its own fullUrls. */
+export interface ClientMessage {
+  eventCoding: Coding;
+  /** The sending system (MessageHeader.source.endpoint). */
+  source: string;
+  /** Entries after the MessageHeader, with the fullUrls the client gave them. */
+  entries: readonly BundleEntry[];
+  /** The resources MessageHeader.focus points at (among `entries`). */
+  focus: readonly Resource[];
+  /** The entry MessageHeader.sender points at (a pharmacy's Organization). */
+  sender?: Resource;
+}
+
+/** A request message, built like every other message of the sandbox (see assemble). */
+export function requestMessage(m: ClientMessage, deps: MessageDeps): Bundle {
+  const sender = m.entries.find((e) => e.resource === m.sender)?.fullUrl;
+  return assemble(
+    {
+      eventCoding: { ...m.eventCoding },
+      source: { endpoint: m.source },
+      ...(sender ? { sender: { reference: sender } } : {}),
+    },
+    [],
+    m.focus,
+    "",
+    deps,
+    undefined,
+    m.entries,
+  );
+}
+
 /**
  * The one place a message Bundle is put together: fullUrls for the
  * resources, the MessageHeader (with its focus and response.details pointing

@@ -69,7 +69,12 @@ function existing(focus: EntryRef[], field: PatientField, message: Message, cont
   const issues: Issue[] = [];
   const held = focus.map((entry) => {
     const { resourceType, id } = entry.resource;
-    const found = context.store.get(resourceType as RecordType, id as string);
+    const named = (entry.resource as ProfileRecord)[field];
+    const identity = named ? identityOfReference(named, message) : undefined;
+    const found =
+      context.store.get(resourceType as RecordType, id as string) ??
+      // A record of the generated profile of a patient not met yet: the exchange holds it already.
+      (identity ? context.store.generatedRecord(identity, resourceType as RecordType, id as string) : undefined);
     if (!found) {
       issues.push(
         issue(
@@ -90,9 +95,7 @@ function existing(focus: EntryRef[], field: PatientField, message: Message, cont
       );
       return undefined;
     }
-    const reference = (entry.resource as ProfileRecord)[field];
-    if (reference) {
-      const identity = identityOfReference(reference, message);
+    if (named) {
       const owner = identity ? context.store.findPatient(identity) : undefined;
       if (owner?.id !== found.patientId) {
         issues.push(

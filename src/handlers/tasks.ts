@@ -39,12 +39,22 @@ const addTask: Handler = ({ focus, message }, { store, now }) => {
   return withPatients(created, owners, store);
 };
 
-/** Looks up the stored tasks a message's focus names; not-found issues for the others. */
-function storedTasks(focus: Parameters<Handler>[0]["focus"], store: Parameters<Handler>[1]["store"]) {
+/**
+ * Looks up the stored tasks a message's focus names (a generated task of a
+ * patient not met yet too, by `Task.for`); not-found issues for the others.
+ */
+function storedTasks(
+  focus: Parameters<Handler>[0]["focus"],
+  store: Parameters<Handler>[1]["store"],
+  message: Parameters<Handler>[0]["message"],
+) {
   const issues: Issue[] = [];
   const owners: string[] = [];
   const tasks = focus.map((e) => {
-    const found = store.get<Task>("Task", e.resource.id as string);
+    const id = e.resource.id as string;
+    const patient = identityOfReference((e.resource as unknown as Task).for, message);
+    const found =
+      store.get<Task>("Task", id) ?? (patient ? store.generatedRecord<Task>(patient, "Task", id) : undefined);
     if (found) owners.push(found.patientId);
     if (!found) {
       issues.push(
@@ -70,8 +80,8 @@ function transitionIssue(from: Task["status"], to: Task["status"], id: string | 
 }
 
 /** update-task: fields sent replace the stored ones; status moves only along the state machine. */
-const updateTask: Handler = ({ focus }, { store, now }) => {
-  const { issues, tasks, owners } = storedTasks(focus, store);
+const updateTask: Handler = ({ focus, message }, { store, now }) => {
+  const { issues, tasks, owners } = storedTasks(focus, store, message);
   focus.forEach((e, i) => {
     const before = tasks[i];
     if (before)
@@ -88,8 +98,8 @@ const updateTask: Handler = ({ focus }, { store, now }) => {
 };
 
 /** cancel-task: to cancelled with the reason given; a closed task cannot be cancelled. */
-const cancelTask: Handler = ({ focus }, { store, now }) => {
-  const { issues, tasks, owners } = storedTasks(focus, store);
+const cancelTask: Handler = ({ focus, message }, { store, now }) => {
+  const { issues, tasks, owners } = storedTasks(focus, store, message);
   focus.forEach((e, i) => {
     const before = tasks[i];
     if (before) issues.push(...transitionIssue(before.status, "cancelled", before.id, e.path));

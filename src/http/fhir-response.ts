@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
+import type { RuleTrace } from "../scenarios/scenarios.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 
@@ -18,6 +19,8 @@ export interface EdgeVariables {
   fault: string | null;
   /** With --proxy: where the call was forwarded. */
   upstream: string | null;
+  /** How the scenario rules decided, when consulted: kept with the call, to explain it on request. */
+  trace: RuleTrace | undefined;
 }
 
 /** The Node adapter's bindings, when a real socket serves the request (absent in-process). */

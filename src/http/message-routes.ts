@@ -5,7 +5,7 @@ import { STANDARD_PATH } from "../routing/default-operations.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
-import { readBody } from "./read-body.js";
+import { incompleteBody, readBody } from "./read-body.js";
 
 export interface MessageRouteOptions {
   basePath: string;
@@ -44,6 +44,7 @@ export function mountMessageRoutes(
         );
       }
       const read = await readBody(c.req.raw, options.maxBody);
+      if (!read.ok && !read.tooLarge) return outcomeResponse(c, 408, [issue("timeout", incompleteBody(read.error))]);
       if (!read.ok) {
         return outcomeResponse(c, 413, [
           issue(
@@ -66,6 +67,7 @@ export function mountMessageRoutes(
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);
       c.set("rule", answer.rule);
+      c.set("trace", answer.trace);
       await delay(c, answer.delayMs);
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {

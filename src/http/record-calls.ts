@@ -31,6 +31,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("rule", null);
     c.set("fault", null);
     c.set("upstream", null);
+    c.set("trace", undefined);
     try {
       await next();
       // CONTRACT §5: every answer names its journal call, and the rule that answered.
@@ -60,6 +61,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         rule: c.get("rule"),
         ...(c.get("duplicate") ? { duplicate: true } : {}),
         ...(c.get("upstream") ? { upstream: c.get("upstream") as string } : {}),
+        ...(c.get("trace") ? { trace: c.get("trace") } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
         request: {
           method: c.req.method,

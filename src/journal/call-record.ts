@@ -1,3 +1,5 @@
+import type { RuleTrace } from "../scenarios/scenarios.js";
+
 /** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
 export interface CallDraft {
   /** An id reserved when the call started (Journal.reserveId); else the journal numbers it when recording. */
@@ -34,6 +36,8 @@ export interface CallDraft {
   /** Push deliveries: where to, and which attempt. */
   target?: string;
   attempt?: number;
+  /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
+  trace?: RuleTrace;
 }
 
 export interface CallRecord extends Omit<CallDraft, "id"> {

@@ -11,7 +11,7 @@ function shown(text: string): unknown {
 
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
-  const { size: _size, at, request, response, ...rest } = call;
+  const { size: _size, trace: _trace, at, request, response, ...rest } = call;
   return {
     ...rest,
     at: at.toISOString(),

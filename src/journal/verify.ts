@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { compileMatcher, type MatcherSpec } from "../matching/matcher.js";
+import type { OperationNames } from "../routing/operation-names.js";
 import { factsOfCall } from "./call-facts.js";
 import type { CallRecord } from "./call-record.js";
 
@@ -51,11 +52,21 @@ export interface CompiledExpectation {
   holds(matched: number): boolean;
 }
 
+/**
+ * Compiles a verify/wait query. `names` are the operations it may name (the
+ * catalogue's, and the pushes'): a misspelt one is refused rather than
+ * counting zero calls and passing an `atMost`/`count: 0` check by mistake.
+ */
 export function compileExpectation(
   e: Expectation,
+  names: OperationNames,
 ): { ok: true; verify: CompiledExpectation } | { ok: false; reason: string } {
   const spec: MatcherSpec = {};
-  if (e.operation !== undefined) spec.operation = e.operation;
+  if (e.operation !== undefined) {
+    const resolved = names.resolve(e.operation);
+    if (!resolved.ok) return { ok: false, reason: `operation: ${resolved.problem}` };
+    spec.operation = resolved.id;
+  }
   if (e.direction !== undefined) spec.direction = e.direction;
   if (e.where !== undefined) spec.fhirpath = e.where;
   const compiled = compileMatcher(spec, "where");

@@ -36,6 +36,8 @@ export interface Matcher {
   matches(facts: RequestFacts): boolean;
   /** Why the request does not match; empty when it does. */
   mismatches(facts: RequestFacts): string[];
+  /** The first condition that does not hold (conditions are checked in a fixed order, cheapest first), or undefined. */
+  firstMismatch(facts: RequestFacts): string | undefined;
 }
 
 const many = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
@@ -132,7 +134,11 @@ export function compileMatcher(
       if (!bundle) return "the request carried no readable message Bundle";
       const result = test(evaluate, bundle);
       if (result.error) return `${fhirpathName} ${JSON.stringify(expression)} failed to evaluate: ${result.error}`;
-      return result.holds ? undefined : `${fhirpathName} ${JSON.stringify(expression)} is false for the request Bundle`;
+      if (result.holds) return undefined;
+      // What it saw: nothing at all (a path that names no element of this Bundle), or a false.
+      return result.empty
+        ? `${fhirpathName} ${JSON.stringify(expression)} found nothing in the request Bundle (an empty result counts as false)`
+        : `${fhirpathName} ${JSON.stringify(expression)} is false for the request Bundle`;
     });
   }
   if (problems.length > 0) return { ok: false, problems };
@@ -142,6 +148,13 @@ export function compileMatcher(
       operations,
       matches: (facts) => predicates.every((p) => p(facts) === undefined),
       mismatches: (facts) => predicates.flatMap((p) => p(facts) ?? []),
+      firstMismatch: (facts) => {
+        for (const p of predicates) {
+          const why = p(facts);
+          if (why !== undefined) return why;
+        }
+        return undefined;
+      },
     },
   };
 }

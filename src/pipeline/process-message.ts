@@ -10,7 +10,7 @@ import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { routeMessage } from "../routing/route.js";
 import { scriptedReply } from "../scenarios/respond.js";
-import type { Scripted } from "../scenarios/scenarios.js";
+import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
 import { messageFingerprint } from "./fingerprint.js";
@@ -51,6 +51,8 @@ export interface Answer {
   forward?: true;
   /** `body` as JSON text, when the pipeline serialized it already. */
   serialized?: string;
+  /** How the scenario rules decided, when they were consulted (for explaining the call later). */
+  trace?: RuleTrace;
 }
 
 /**
@@ -80,8 +82,8 @@ export interface PipelineDeps extends HandlerContext {
   catalogue: Catalogue;
   handlers: HandlerTable;
   replays: ReplayCache<StoredAnswer>;
-  /** Scenario rules: which one, if any, answers a message. */
-  scenarios: { decide(facts: RequestFacts): Scripted | undefined };
+  /** Scenario rules: which one, if any, answers a message; the trace records how, for explaining it. */
+  scenarios: { decide(facts: RequestFacts, trace?: RuleTrace): Scripted | undefined; newTrace(): RuleTrace };
   random(): number;
 }
 
@@ -170,10 +172,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     };
     if (issues.length > 0 || !routed.operation || operation === null || messageId === null) {
       // Only a rule that says `invalid: true` may answer a message the sandbox refuses.
-      const scripted =
-        operation !== null && messageId !== null && issues.length > 0
-          ? deps.scenarios.decide(factsOf(inbound, message, operation, true))
-          : undefined;
+      const consulted = operation !== null && messageId !== null && issues.length > 0;
+      const trace = consulted ? deps.scenarios.newTrace() : undefined;
+      const scripted = consulted ? deps.scenarios.decide(factsOf(inbound, message, operation, true), trace) : undefined;
       const reply =
         scripted && operation !== null
           ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
@@ -183,16 +184,18 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
           rule: scripted.rule.name,
           delayMs: scripted.response.delayMs(deps.random),
           headers: reply.headers,
+          trace,
         };
         if (reply.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
         return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
       }
-      return notProcessed(400, issues, { operation, messageId });
+      return { ...notProcessed(400, issues, { operation, messageId }), ...(trace ? { trace } : {}) };
     }
 
     const facts = factsOf(inbound, message, operation);
     // Rules come before the duplicate check: a scripted 503 must not be replayed to the client's retry.
-    const scripted = deps.scenarios.decide(facts);
+    const trace = deps.scenarios.newTrace();
+    const scripted = deps.scenarios.decide(facts, trace);
     const reply = scripted
       ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
       : undefined;
@@ -200,6 +203,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       rule: scripted?.rule.name ?? null,
       delayMs: scripted?.response.delayMs(deps.random) ?? 0,
       headers: reply?.headers ?? {},
+      trace,
     };
     if (reply?.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
     if (reply?.kind === "fault") {

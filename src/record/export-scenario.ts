@@ -78,11 +78,14 @@ const quoted = (text: string) => `'${text.replaceAll("\\", "\\\\").replaceAll("'
 /**
  * A recorded answer as a scenario body: what changes from one answer to the
  * next becomes a template, so the replayed answer is correct for the new
- * request — Bundle.id and MessageHeader.id → {{ uuid() }} (and the header's
- * urn:uuid fullUrl), Bundle.timestamp and meta.lastUpdated → {{ now() }},
+ * request — Bundle.id → {{ uuid() }}, MessageHeader.id and the header's
+ * urn:uuid fullUrl → {{ uuid('message-header') }} (one id, so they still
+ * agree), Bundle.timestamp and meta.lastUpdated → {{ now() }},
  * MessageHeader.response.identifier → {{ request.messageId }},
- * destination endpoints → {{ request.source }}. Everything else (stored
- * records' ids, references, codes) is kept as recorded.
+ * source.endpoint → {{ request.url }} (the recording's upstream becomes
+ * whichever sandbox answers), destination endpoints → {{ request.source }}.
+ * Everything else (stored records' ids, references, codes) is kept as
+ * recorded.
  */
 function templatedBody(body: unknown, request: { messageId: string | null; source: string | undefined }): unknown {
   if (isObject(body) && typeof body.content === "string" && Object.keys(body).length === 1) {
@@ -107,9 +110,11 @@ function templatedBody(body: unknown, request: { messageId: string | null; sourc
   const header = isObject(first) && isObject(first.resource) ? first.resource : undefined;
   if (!isObject(first) || header?.resourceType !== "MessageHeader") return copy;
   if (typeof header.id === "string") {
-    if (first.fullUrl === `urn:uuid:${header.id}`) first.fullUrl = "urn:uuid:{{ uuid() }}";
-    header.id = "{{ uuid() }}";
+    if (first.fullUrl === `urn:uuid:${header.id}`) first.fullUrl = "urn:uuid:{{ uuid('message-header') }}";
+    header.id = "{{ uuid('message-header') }}";
   }
+  if (isObject(header.source) && typeof header.source.endpoint === "string")
+    header.source.endpoint = "{{ request.url }}";
   if (isObject(header.response) && request.messageId !== null && header.response.identifier === request.messageId) {
     header.response.identifier = "{{ request.messageId }}";
   }

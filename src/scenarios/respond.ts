@@ -45,6 +45,7 @@ export function scriptedReply(scripted: Scripted, ctx: ScriptContext): ScriptedR
         operation: ctx.operation,
         path: ctx.path,
         source: ctx.message.header.source?.endpoint,
+        url: ctx.correlation.endpoint,
         headers: Object.fromEntries(ctx.headers),
       },
       patient: { key: ctx.patientKeys[0] ?? null },
@@ -53,6 +54,7 @@ export function scriptedReply(scripted: Scripted, ctx: ScriptContext): ScriptedR
     bundle: ctx.message.bundle as unknown as Record<string, unknown>,
     newId: ctx.newId,
     now: ctx.now,
+    named: new Map(),
   };
   const rendered = scripted.response.render(template) as {
     outcome?: OutcomeSpec;

@@ -1,5 +1,6 @@
 import type { Locate, YamlProblem } from "../config/yaml-file.js";
 import { compileMatcher, type Matcher, type MatcherSpec } from "../matching/matcher.js";
+import type { OperationNames } from "../routing/operation-names.js";
 import { durationMs } from "./duration.js";
 import type { ResponseSpec, RuleSpec } from "./schema.js";
 import { compileTemplate, type Render } from "./template.js";
@@ -61,17 +62,46 @@ function compileResponse(
 }
 
 /**
+ * The operation ids a rule's `when.operation` names: each name an id or an
+ * event code of the catalogue; an unknown one is a problem at its position
+ * (a rule that can never fire would pass in silence otherwise).
+ */
+function ruleOperations(
+  when: RuleSpec["when"],
+  at: ReadonlyArray<string | number>,
+  locate: Locate,
+  names: OperationNames,
+  problems: YamlProblem[],
+): string[] | undefined {
+  const given = when?.operation;
+  if (given === undefined) return undefined;
+  const list = Array.isArray(given) ? given : [given];
+  return list.flatMap((name, i) => {
+    const resolved = names.resolve(name);
+    if (resolved.ok) return [resolved.id];
+    problems.push(locate([...at, "when", "operation", ...(Array.isArray(given) ? [i] : [])], resolved.problem));
+    return [];
+  });
+}
+
+/**
  * Compiles a rule of a scenario file: its matcher (FHIRPath, patterns) and
  * its responses' templates. Problems carry the file position of the rule.
  */
 export function compileRule(
   spec: RuleSpec,
   where: { source: string; index: number; locate: Locate },
+  names: OperationNames,
 ): { rule?: CompiledRule; problems: YamlProblem[] } {
   const at = ["rules", where.index];
   const problems: YamlProblem[] = [];
+  const operation = ruleOperations(spec.when, at, where.locate, names, problems);
   // A rule sees messages the sandbox refuses as invalid only when it asks for them (`invalid: true`).
-  const matcher = compileMatcher({ invalid: false, ...(spec.when ?? {}) } as MatcherSpec);
+  const matcher = compileMatcher({
+    invalid: false,
+    ...(spec.when ?? {}),
+    ...(operation ? { operation } : {}),
+  } as MatcherSpec);
   if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when"], p));
   const list = spec.sequence ?? (spec.respond ? [spec.respond] : []);
   const responses = list.map((r, i) =>

@@ -1,13 +1,14 @@
 import { base, en, Faker } from "@faker-js/faker";
 import { compilePath } from "../fhir/fhirpath.js";
+import { nearest } from "../text/suggest.js";
 
 /**
  * Templates in scenario responses: `{{ expression }}` inside any string.
  * Expressions are looked up, never evaluated as code:
  *
  *   request.messageId | request.event | request.operation | request.path |
- *   request.source | request.headers.<name> | patient.key | rule.name | rule.hit
- *   uuid() | now() | fhirpath('<FHIRPath over the request Bundle>') | faker('<module>.<method>')
+ *   request.source | request.url | request.headers.<name> | patient.key | rule.name | rule.hit
+ *   uuid() | uuid('<name>') | now() | fhirpath('<FHIRPath over the request Bundle>') | faker('<module>.<method>')
  *
  * A string that is exactly one template takes the expression's value as is
  * (a FHIRPath can yield a number or an object); otherwise values are joined
@@ -18,7 +19,27 @@ export interface TemplateContext {
   bundle: Record<string, unknown> | undefined;
   newId(): string;
   now(): Date;
+  /** The ids `uuid('<name>')` gave in this answer: the same name, the same id (a fullUrl and the id it names). */
+  named: Map<string, string>;
 }
+
+/**
+ * The values a template may name, checked when a rule is loaded so that a
+ * misspelt one (`request.messageid`) is an error, not an empty string.
+ * `request.headers.<name>` takes any header name.
+ */
+export const TEMPLATE_VALUES = [
+  "request.messageId",
+  "request.event",
+  "request.operation",
+  "request.path",
+  "request.source",
+  "request.url",
+  "patient.key",
+  "rule.name",
+  "rule.hit",
+] as const;
+const HEADERS = "request.headers";
 
 type Part = (ctx: TemplateContext) => unknown;
 export type Render = (ctx: TemplateContext) => unknown;
@@ -48,7 +69,18 @@ function compileExpression(source: string): { ok: true; part: Part } | { ok: fal
     const arg = single ?? double;
     switch (name) {
       case "uuid":
-        return { ok: true, part: (ctx) => ctx.newId() };
+        if (arg === undefined) return { ok: true, part: (ctx) => ctx.newId() };
+        return {
+          ok: true,
+          part: (ctx) => {
+            let id = ctx.named.get(arg);
+            if (id === undefined) {
+              id = ctx.newId();
+              ctx.named.set(arg, id);
+            }
+            return id;
+          },
+        };
       case "now":
         return { ok: true, part: (ctx) => ctx.now().toISOString() };
       case "fhirpath": {
@@ -82,16 +114,24 @@ function compileExpression(source: string): { ok: true; part: Part } | { ok: fal
         };
       }
     }
-    return { ok: false, problem: `unknown function ${name}(); known: uuid(), now(), fhirpath('…'), faker('…')` };
+    return {
+      ok: false,
+      problem: `unknown function ${name}(); known: uuid(), uuid('<name>'), now(), fhirpath('…'), faker('…')`,
+    };
   }
   if (PATH.test(source)) {
-    const [root] = source.split(".");
-    if (root !== "request" && root !== "patient" && root !== "rule") {
-      return { ok: false, problem: `unknown value "${source}"; values start with request., patient. or rule.` };
-    }
     const steps = source.split(".");
+    const header = steps.length === 3 && `${steps[0]}.${steps[1]}` === HEADERS;
+    if (!header && !(TEMPLATE_VALUES as readonly string[]).includes(source)) {
+      const known = [...TEMPLATE_VALUES, `${HEADERS}.<name>`];
+      const near = nearest(source, known);
+      return {
+        ok: false,
+        problem: `unknown value "${source}"${near ? `; did you mean "${near}"?` : "."} Known values: ${known.join(", ")}.`,
+      };
+    }
     // Header names are case-insensitive (as in `when.headers`); the request's headers are held lower-cased.
-    if (steps[0] === "request" && steps[1] === "headers" && steps[2] !== undefined) steps[2] = steps[2].toLowerCase();
+    if (header) steps[2] = (steps[2] as string).toLowerCase();
     return {
       ok: true,
       part: (ctx) => {

@@ -1,5 +1,5 @@
 import type { Patient, Resource } from "fhir/r4.js";
-import { generateProfile, profileRecords } from "../generate/patient-profile.js";
+import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 
 /** Resource types kept per patient. */
@@ -62,14 +62,7 @@ export class SandboxStore {
   ensurePatient(identity: PatientIdentity, options: { records?: boolean } = {}): Patient {
     const known = this.findPatient(identity);
     if (known) return known;
-    const key = identity.keys[0];
-    if (key === undefined) throw new Error("ensurePatient: a patient identity needs a key");
-    const given = { ...identity.given };
-    // A key that is an identifier is one of the patient's identifiers.
-    const bar = key.indexOf("|");
-    if (bar >= 0 && !given.identifier)
-      given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
-    const profile = generateProfile(this.deps.seed, key, given, this.deps.emiratesIdSystem);
+    const profile = generatedProfileOf(identity, this.deps);
     this.#addPatient(profile.patient, identity.keys);
     if (options.records !== false) for (const r of profileRecords(profile)) this.#hold(r, profile.patient.id as string);
     return this.#patients.get(profile.patient.id as string) as Patient;
@@ -110,6 +103,24 @@ export class SandboxStore {
     } as R;
     this.#hold(stored, patientId);
     return stored;
+  }
+
+  /**
+   * A record of the generated profile of a patient the sandbox has not met
+   * yet: the profile is generated (as on first use) only if it holds the
+   * record, so a message about an unseen patient's generated record finds
+   * it (the records a view would list), and any other id changes nothing.
+   */
+  generatedRecord<R extends Resource>(
+    identity: PatientIdentity,
+    type: RecordType,
+    id: string,
+  ): { resource: R; patientId: string } | undefined {
+    if (identity.keys.length === 0 || this.findPatient(identity)) return undefined;
+    const records = profileRecords(generatedProfileOf(identity, this.deps));
+    if (!records.some((r) => r.resourceType === type && r.id === id)) return undefined;
+    this.ensurePatient(identity);
+    return this.get<R>(type, id);
   }
 
   /** A stored record and the id of the patient it belongs to. */
@@ -174,6 +185,26 @@ export class SandboxStore {
     this.#records.clear();
     this.#byPatient.clear();
   }
+}
+
+/**
+ * The profile the sandbox generates for a patient it meets for the first
+ * time: derived from the seed and the first key, with what the message sent.
+ * Exported so that the `example` command builds messages about exactly the
+ * records a sandbox with the same seed holds.
+ */
+export function generatedProfileOf(
+  identity: PatientIdentity,
+  deps: Pick<StoreDeps, "seed" | "emiratesIdSystem">,
+): GeneratedProfile {
+  const key = identity.keys[0];
+  if (key === undefined) throw new Error("a patient identity needs a key");
+  const given = { ...identity.given };
+  // A key that is an identifier is one of the patient's identifiers.
+  const bar = key.indexOf("|");
+  if (bar >= 0 && !given.identifier)
+    given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
+  return generateProfile(deps.seed, key, given, deps.emiratesIdSystem);
 }
 
 /** Freezes a resource and everything in it, so a handed-out record cannot be changed by mistake. */

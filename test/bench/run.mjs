@@ -73,7 +73,7 @@ async function main() {
       [
         "## Summary",
         "",
-        "| what | measured | target (issue #6) | |",
+        "| what | measured | target | |",
         "|---|---|---|---|",
         ...summary.map((line) => `| ${line.what} | ${line.value} | ${line.target ?? "–"} | ${verdict(line)} |`),
         "",

@@ -116,7 +116,7 @@ export const throughput = {
           ),
         ),
         "",
-        "| target (issue #6) | measured | |",
+        "| target | measured | |",
         "|---|---|---|",
         `| sandbox ≥ ${TARGET_RATIO_AT_50}× bare Hono throughput at 50 connections | ${fmt(at50)}× | ${met(at50 >= TARGET_RATIO_AT_50)} |`,
         `| sandbox p99 < ${TARGET_P99_AT_10_MS} ms at 10 connections | ${fmt(p99at10)} ms | ${met(p99at10 < TARGET_P99_AT_10_MS)} |`,

@@ -3,29 +3,11 @@ import type { CapabilityStatement } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
+import { CONTRACT_OPERATION_IDS } from "../support/contract-operations.js";
 import { emittedProblems } from "../support/validator.js";
 
-/** The 18 operations of CONTRACT §3, written out: the statement must list each as a message it receives. */
-const OPERATIONS = [
-  "view-patient-profile",
-  "add-allergy",
-  "update-allergy",
-  "remove-allergy",
-  "add-history",
-  "update-history",
-  "remove-history",
-  "add-measurement",
-  "update-measurement",
-  "remove-measurement",
-  "subscribe-order-notifications",
-  "confirm-drugs-availability",
-  "receive-allocation",
-  "send-dispense-summary",
-  "get-pending-tasks",
-  "add-task",
-  "update-task",
-  "cancel-task",
-];
+/** The 18 operations of the contract: the statement must list each as a message it receives. */
+const OPERATIONS = CONTRACT_OPERATION_IDS;
 const PUSHES = ["order-fulfillment-request", "order-allocation"];
 const CANONICAL = "https://uae-fhir-sandbox.example/fhir";
 const START = new Date("2026-03-01T08:00:00.000Z");

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { format } from "node:util";
 import type { AllergyIntolerance, Bundle, Patient } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { SandboxDeps } from "../../src/app.js";
@@ -107,6 +108,46 @@ describe("createSandbox() on a port", () => {
       other.listen(Number(port), "127.0.0.1", resolve);
     });
     await new Promise<void>((resolve) => other.close(() => resolve()));
+  });
+
+  it("close() lets a call in flight finish and journals it before closing the journal file", async () => {
+    const file = join(folder({}), "calls.ndjson");
+    let started!: () => void;
+    let release!: () => void;
+    const inHandler = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const s = await createSandbox({
+      journalFile: file,
+      deps: {
+        ...quiet,
+        // A profile view that waits for the test: the call is in flight for as long as the test wants.
+        handlers: {
+          "view-patient-profile": async () => {
+            started();
+            await gate;
+            return { kind: "ok", resources: [] };
+          },
+        },
+      },
+    });
+    const answer = fetch(`${s.url}${STANDARD}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: envelope(messageBundle("view-patient-profile", [patient()])),
+    });
+    await inHandler;
+    const closed = s.close();
+    release();
+    const res = await answer;
+    expect(res.status).toBe(200);
+    const id = res.headers.get("x-sandbox-call-id");
+    await closed;
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    expect(lines.map((l) => JSON.parse(l).id)).toEqual([id]);
   });
 
   it("rejects when the port is taken", async () => {
@@ -377,5 +418,29 @@ rules:
     // After close, waitFor answers at once rather than starting a timer.
     expect(await s.waitFor({ operation: "add-allergy" }, LONG)).toMatchObject({ ok: false });
     expect(vi.getTimerCount()).toBe(0);
+  });
+});
+
+describe("createSandbox() with the default logger", () => {
+  it("logs a refused reload as its problems alone, with no trailing ` undefined`", async () => {
+    const dir = folder({ "rules.yaml": "rules: []\n" });
+    const lines: string[] = [];
+    const spy = vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
+      lines.push(format(...args));
+    });
+    vi.spyOn(console, "log").mockImplementation(() => undefined);
+    try {
+      const s = await createSandbox({ listen: false, scenarios: dir, watch: false });
+      open.push(s);
+      writeFileSync(join(dir, "rules.yaml"), "rules:\n  - when: { operation: add-allergy }\n");
+      const reload = await s.app.request("/__admin/scenarios/reload", { method: "POST" });
+      expect(reload.status).toBe(400);
+    } finally {
+      spy.mockRestore();
+      vi.restoreAllMocks();
+    }
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^scenarios not reloaded, the previous set keeps serving:\n.*rules\.yaml:2:/);
+    expect(lines[0]).not.toMatch(/undefined/);
   });
 });

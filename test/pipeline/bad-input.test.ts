@@ -113,7 +113,15 @@ const cases: BadInput[] = [
     name: "content misspelt",
     body: JSON.stringify({ contents: JSON.stringify(allergyMessage()) }),
     status: 400,
-    issues: [{ code: "required", says: [/"content" is missing/] }],
+    issues: [
+      { code: "required", says: [/"content" is missing, but the body has "contents"/, /did you mean "content"/] },
+    ],
+  },
+  {
+    name: "content capitalised (JSON keys are case-sensitive)",
+    body: JSON.stringify({ Content: JSON.stringify(allergyMessage()) }),
+    status: 400,
+    issues: [{ code: "required", says: [/the body has "Content"/, /case-sensitive/, /lower case, "content"/] }],
   },
   {
     name: "content a number",
@@ -236,6 +244,31 @@ const cases: BadInput[] = [
     }),
     status: 400,
     issues: [{ code: "required", says: [/no usable event/, /eventCoding.code/, /eventUri/], at: HEADER }],
+  },
+  {
+    // R4 has no MessageHeader.event: the choice event[x] is spelt eventCoding or eventUri.
+    name: "MessageHeader with `event` instead of eventCoding",
+    body: withHeader((h) => {
+      h.event = h.eventCoding;
+      delete h.eventCoding;
+    }),
+    status: 400,
+    issues: [
+      {
+        code: "required",
+        says: [/no usable event/, /has an element "event"/, /R4 spells.*eventCoding.*eventUri/],
+        at: HEADER,
+      },
+    ],
+  },
+  {
+    name: "MessageHeader.eventUri not a string",
+    body: withHeader((h) => {
+      delete h.eventCoding;
+      h.eventUri = 42 as unknown as string;
+    }),
+    status: 400,
+    issues: [{ code: "required", says: [/no usable event \(eventUri is a number\)/], at: `${HEADER}.eventUri` }],
   },
   {
     name: "MessageHeader without id, source.endpoint and event: three issues at once",

@@ -203,10 +203,11 @@ describe("an exported rule, served", () => {
     expect(yaml.status).toBe(200);
     expect(yaml.headers.get("content-type")).toMatch(/^application\/yaml/);
 
-    const served = createApp({}, { now: () => NOW });
+    // Served elsewhere (another base path): the answer names the sandbox that sends it, not the recorded one.
+    const served = createApp({ basePath: "/replayed" }, { now: () => NOW });
     expect(served.scenarios.add(yaml.body as string).ok).toBe(true);
     const request = messageBundle("add-allergy", [allergy()], { source: "https://b.example/fhir" });
-    const reply = await post(served.app, request);
+    const reply = await post(served.app, request, { path: `/replayed${STANDARD}` });
     expect(reply.status).toBe(200);
     const body = wrapped ? JSON.parse(reply.body.content) : reply.body;
     const recorded = (recorder.journal.list()[0]?.response?.body ?? "") as string;
@@ -214,6 +215,10 @@ describe("an exported rule, served", () => {
     const header = responseHeader(body);
     expect(header.response?.identifier).toBe(request.entry?.[0]?.resource?.id);
     expect(header.destination).toEqual([{ endpoint: "https://b.example/fhir" }]);
+    expect(responseHeader(recordedBody).source?.endpoint).toBe(`http://localhost${STANDARD}`);
+    expect(header.source?.endpoint).toBe(`http://localhost/replayed${STANDARD}`);
+    // The header's fullUrl names its id (R4 Bundle rules), as in the recorded answer.
+    expect(body.entry[0].fullUrl).toBe(`urn:uuid:${header.id}`);
     expect(body.timestamp).toBe(NOW.toISOString());
     expect(body.entry[1].resource.meta.lastUpdated).toBe(NOW.toISOString());
     expect(body.id).not.toBe(recordedBody.id);

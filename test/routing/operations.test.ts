@@ -1,6 +1,7 @@
 import type { AllergyIntolerance, OperationOutcome } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp, type SandboxDeps } from "../../src/app.js";
+import { CONTRACT_OPERATIONS } from "../support/contract-operations.js";
 import { ALTERNATE, example, focusOf, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
 import { OPERATION_CASES, type OperationCase } from "./operation-messages.js";
 import {
@@ -12,27 +13,8 @@ import {
   stored,
 } from "./response-checks.js";
 
-/** CONTRACT §3, written out here so that a change to the catalogue data is caught. */
-const CONTRACT_TABLE: Array<[id: string, path: string]> = [
-  ["view-patient-profile", STANDARD],
-  ["add-allergy", STANDARD],
-  ["update-allergy", STANDARD],
-  ["remove-allergy", ALTERNATE],
-  ["add-history", STANDARD],
-  ["update-history", STANDARD],
-  ["remove-history", STANDARD],
-  ["add-measurement", STANDARD],
-  ["update-measurement", STANDARD],
-  ["remove-measurement", STANDARD],
-  ["subscribe-order-notifications", STANDARD],
-  ["confirm-drugs-availability", STANDARD],
-  ["receive-allocation", STANDARD],
-  ["send-dispense-summary", STANDARD],
-  ["get-pending-tasks", STANDARD],
-  ["add-task", STANDARD],
-  ["update-task", STANDARD],
-  ["cancel-task", STANDARD],
-];
+/** The contract's table (test/support/contract-operations.ts): a change to the catalogue data is caught. */
+const CONTRACT_TABLE = CONTRACT_OPERATIONS;
 
 const HANDLERS: Array<[name: string, deps: Partial<SandboxDeps>]> = [["built-in handlers", {}]];
 

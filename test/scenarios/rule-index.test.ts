@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
 import type { Locate } from "../../src/config/yaml-file.js";
 import type { RequestFacts } from "../../src/matching/matcher.js";
+import { defaultOperationNames } from "../../src/scenarios/load.js";
 import { type CompiledRule, compileRule, RuleSet } from "../../src/scenarios/rules.js";
 import { Scenarios } from "../../src/scenarios/scenarios.js";
 import { example, messageBundle, post, responseHeader } from "../support/messages.js";
@@ -18,6 +19,7 @@ function rule(name: string, operation?: string | string[]): CompiledRule {
   const compiled = compileRule(
     { name, ...(operation === undefined ? {} : { when: { operation } }), respond: { builtIn: true } },
     { source: "unit", index: 0, locate },
+    defaultOperationNames(),
   );
   if (!compiled.rule) throw new Error(`rule ${name} did not compile: ${JSON.stringify(compiled.problems)}`);
   return compiled.rule;

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { AllergyIntolerance, Bundle, Observation, OperationOutcome, Patient, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxApp, type SandboxDeps } from "../../src/app.js";
-import { focusOf, messageBundle, post, responseHeader } from "../support/messages.js";
+import { envelope, focusOf, messageBundle, post, responseHeader } from "../support/messages.js";
 
 const EID = "urn:ae:emirates-id";
 const NOW = "2026-03-01T08:30:00.000Z";
@@ -191,6 +191,36 @@ rules:
   });
 });
 
+describe("templates that name the answer itself", () => {
+  it("request.url is the URL the message was sent to; uuid('<name>') is one id per name and answer", async () => {
+    const { app } = sandbox(`
+rules:
+  - name: self
+    respond:
+      body:
+        url: "{{ request.url }}"
+        fullUrl: "urn:uuid:{{ uuid('header') }}"
+        id: "{{ uuid('header') }}"
+        other: "{{ uuid('other') }}"
+        fresh: "{{ uuid() }}"
+`);
+    // An absolute URL: what request.url gives is the URL the client used, host included.
+    const reply = await app.request("http://sandbox.test/uae-fhir/r4/$process-message", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: envelope(weighing(70, "msg-self-1")),
+    });
+    const body = (await reply.json()) as Record<string, string>;
+    expect(body.url).toBe("http://sandbox.test/uae-fhir/r4/$process-message");
+    expect(body.fullUrl).toBe(`urn:uuid:${body.id}`);
+    expect(new Set([body.id, body.other, body.fresh]).size).toBe(3);
+    const next = (await post(app, weighing(71, "msg-self-2"))).body;
+    // A new answer, new ids: the name holds within one answer only.
+    expect(next.id).not.toBe(body.id);
+    expect(next.fullUrl).toBe(`urn:uuid:${next.id}`);
+  });
+});
+
 describe("templates are checked when the file loads (CONTRACT §7)", () => {
   const BAD: Array<[string, string, RegExp]> = [
     ["an unknown function", "{{ shout() }}", /unknown function shout\(\)/],
@@ -209,6 +239,20 @@ describe("templates are checked when the file loads (CONTRACT §7)", () => {
     ],
     ["a faker module outside the list", "{{ faker('helpers.arrayElement') }}", /is not a faker generator/],
     ["a faker path too deep", "{{ faker('person.fullName.length') }}", /is not a faker generator/],
+    // A misspelt value rendered as an empty string before: now refused, naming the one meant.
+    [
+      "a value in the wrong case",
+      "{{ request.messageid }}",
+      /unknown value "request\.messageid"; did you mean "request\.messageId"\?/,
+    ],
+    ["a misspelt value", "{{ request.opration }}", /did you mean "request\.operation"\?/],
+    ["a value the request model does not have", "{{ request.bundle }}", /unknown value "request\.bundle"\. Known/],
+    ["a step under a leaf value", "{{ rule.name.first }}", /unknown value "rule\.name\.first"/],
+    [
+      "a header without a name",
+      "{{ request.headers }}",
+      /unknown value "request\.headers"\. Known values: .*request\.headers\.<name>/,
+    ],
   ];
 
   it.each(BAD)("rejects %s with file:line:column", (_kind, template, message) => {

@@ -48,6 +48,11 @@ const MISTAKES = [
     at: "resourceType: Condition",
     says: /allergies holds AllergyIntolerance resources, not Condition/,
   },
+  {
+    file: `${BROKEN}/50-unknown-operation.yaml`,
+    at: "add-alergy",
+    says: /unknown operation "add-alergy"; did you mean "add-allergy"\? Known operations: view-patient-profile, .*cancel-task/,
+  },
 ];
 
 describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
@@ -81,7 +86,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
     expect(run.stdout.split("\n").filter((l) => l.startsWith("ok "))).toEqual([
       expect.stringMatching(new RegExp(`^ok ${BROKEN}/00-valid\\.yaml: 1 rules`)),
     ]);
-    expect(run.stdout).toContain("validation failed (5 files checked)");
+    expect(run.stdout).toContain("validation failed (6 files checked)");
   });
 
   it.each(MISTAKES)("a single broken file, $file: exit 1, its one problem", async ({ file, at, says }) => {
@@ -102,6 +107,52 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
     expect(run.stderr).toBe("");
     expect(run.stdout).toMatch(/^ok scenarios\/10-magic-patients\.yaml: 6 rules/m);
     expect(run.stdout).toContain("1 scenario files valid");
+  });
+
+  it("names given twice across a folder's files: exit 1, each at its second place, naming the first", async () => {
+    const dir = "test/fixtures/scenarios/duplicates";
+    const run = await runToExit(["validate", dir]);
+
+    expect(run.code).toBe(1);
+    const found = problems(run.stderr);
+    const second = `${dir}/20-second.yaml`;
+    const first = `${dir}/10-first.yaml`;
+    // [what, where it is written the second time, where the first time]
+    const expected = [
+      ["rule name", "allergy-down", "allergy-down", 19],
+      ["fixture patient id", "fixture-amina", "fixture-amina", 7],
+      ["fixture record", "AllergyIntolerance/amina-penicillin", "amina-penicillin", 12],
+      ["pharmacy licence", "PH-DXB-0001", "PH-DXB-0001", 16],
+    ] as const;
+    expect(found).toHaveLength(expected.length);
+    for (const [what, key, text, firstLine] of expected) {
+      const problem = found.find((p) => p.message.startsWith(`${what} "${key}"`));
+      expect(problem, `${what} ${key} in ${run.stderr}`).toBeDefined();
+      expect(problem?.file).toBe(second);
+      expect(textAt(second, problem?.line ?? 0, problem?.column ?? 0)).toMatch(new RegExp(`^${text}`));
+      // Named as the folder names its files, as the sandbox does when it loads them.
+      expect(problem?.message).toContain(`is already given at 10-first.yaml:${firstLine}:`);
+      const [, , column] = /:(\d+):(\d+);/.exec(problem?.message ?? "") ?? [];
+      expect(textAt(first, firstLine, Number(column))).toMatch(new RegExp(`^${text}`));
+    }
+    expect(run.stdout).toMatch(new RegExp(`^ok ${first}: 1 rules`, "m"));
+  });
+
+  it("--operations: rules may name the event codes and aliases of an operations file", async () => {
+    const yaml = "test/fixtures/scenarios/rules/renamed-operation.yaml";
+    const plain = await runToExit(["validate", yaml]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toMatch(/unknown operation "AllergyIntolerance-Create"/);
+
+    const renamed = await runToExit([
+      "validate",
+      "--operations",
+      "test/fixtures/operations/rename-add-allergy.yaml",
+      yaml,
+    ]);
+    expect(renamed.stderr).toBe("");
+    expect(renamed.code).toBe(0);
+    expect(renamed.stdout).toContain("1 scenario files valid");
   });
 
   it("a path that does not exist: exit 1, naming it", async () => {
