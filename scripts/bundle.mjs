@@ -4,10 +4,12 @@
 //
 //   bundle/uae-fhir-sandbox.mjs   src/cli/main.ts and every dependency, minified
 //   bundle/r4-definitions.json    read at start beside the bundle (src/validation/r4/definitions.ts)
+//   bundle/fhirpath-trees.json    read at start beside the bundle (src/validation/invariants/parse-expression.ts),
+//                                 written into dist/ by scripts/parse-fhirpath-trees.mjs: `npm run build` runs both
 //   bundle/meta.json              esbuild's metafile: which inputs went in (checked by test/package/bundle.test.ts)
 //
 // No source maps: the image ships none.
-import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 const ROOT = new URL("../", import.meta.url);
@@ -48,4 +50,8 @@ const result = await build({
   banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
 });
 copyFileSync(new URL("src/validation/r4/r4-definitions.json", ROOT), new URL("r4-definitions.json", OUT));
+// Without the trees the bundle still works, parsing each expression at start: a slower image, so refuse.
+const trees = new URL("dist/validation/invariants/fhirpath-trees.json", ROOT);
+if (!existsSync(trees)) throw new Error("dist/validation/invariants/fhirpath-trees.json is missing: run npm run build");
+copyFileSync(trees, new URL("fhirpath-trees.json", OUT));
 writeFileSync(new URL("meta.json", OUT), JSON.stringify(result.metafile));

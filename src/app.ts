@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
+import { createAuth } from "./auth/auth.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
@@ -27,7 +28,7 @@ import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
-import { applyFixtures } from "./scenarios/fixtures.js";
+import { applyFixtures, rulePatientKeys } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
@@ -100,6 +101,24 @@ export interface SandboxApp {
   close(): void;
 }
 
+/** Simulated OAuth2 when --auth oauth2 (CONTRACT §13), with the scopes the catalogue uses. */
+function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: SandboxDeps) {
+  if (options.auth !== "oauth2") return undefined;
+  if (!options.clientsFile) throw new Error("auth oauth2 needs a clients file (--clients FILE)");
+  return createAuth(
+    {
+      clientsFile: options.clientsFile,
+      tokenTtlMs: options.tokenTtlMs,
+      tokenKeyFile: options.tokenKeyFile,
+      publicUrl: options.publicUrl,
+      basePath: options.basePath,
+      maxBody: options.maxBody,
+      scopes: [...new Set(catalogue.operations.map((op) => op.scope))],
+    },
+    deps,
+  );
+}
+
 /**
  * Builds the sandbox as a Hono app from options and dependencies; the Node
  * server (ports, signals) is a thin shell around it.
@@ -119,14 +138,13 @@ export function createApp(
 
   const events = new SandboxEvents();
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
+  const auth = oauth2(options, catalogue, deps);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
-  const store = new SandboxStore({
-    seed: options.seed,
-    emiratesIdSystem: options.emiratesIdSystem,
-    now: deps.now,
-    newId: deps.newId,
-  });
+  const store = new SandboxStore(
+    { seed: options.seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId },
+    { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
+  );
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
@@ -134,8 +152,10 @@ export function createApp(
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
-        else
+        if (ok) {
+          deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
+          store.pinKeys(rulePatientKeys(scenarios.scenarios));
+        } else
           deps.logger.error(
             `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
           );
@@ -161,8 +181,11 @@ export function createApp(
     journalFile?.nextId ?? 1,
     new Redaction(options.redactHeaders),
   );
-  const fixturesOf = (list: readonly LoadedScenario[]) =>
+  const fixturesOf = (list: readonly LoadedScenario[]) => {
+    // Runtime scenarios (POST /__admin/scenarios) may name patients too; reset cleared the pins.
+    store.pinKeys(rulePatientKeys(scenarios.scenarios));
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
+  };
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
@@ -236,6 +259,7 @@ export function createApp(
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
+      ...(auth ? { workspaceAdminToken: auth.workspaceAdminToken } : {}),
       version: VERSION,
       startedAt,
       now: deps.now,
@@ -250,8 +274,14 @@ export function createApp(
     reserveId: () => journal.reserveId(),
   });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
-  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch);
-  mountCapabilityRoutes(app, { basePath: options.basePath, catalogue, publishedAt: startedAt });
+  auth?.mount(app);
+  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch, auth?.authenticate);
+  mountCapabilityRoutes(app, {
+    basePath: options.basePath,
+    catalogue,
+    publishedAt: startedAt,
+    ...(auth ? { tokenEndpoint: (url: string) => auth.endpoints(url).tokenEndpoint } : {}),
+  });
 
   app.notFound((c) =>
     outcomeResponse(c, 404, [

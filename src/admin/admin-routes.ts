@@ -8,9 +8,10 @@ import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
-import { callView } from "../journal/call-view.js";
+import type { CallRecord } from "../journal/call-record.js";
+import { callJson, callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
-import type { CallFilter, Journal } from "../journal/journal.js";
+import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
@@ -39,6 +40,8 @@ export interface AdminDeps {
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
+  /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
+  workspaceAdminToken?(workspace: string): string | undefined;
   version: string;
   startedAt: Date;
   now(): Date;
@@ -76,8 +79,44 @@ const callQuery = z
       .transform((s) => new Date(s))
       .optional(),
     limit: z.coerce.number().int().min(1).optional(),
+    order: z.enum(["asc", "desc"]).optional(),
+    cursor: z
+      .string()
+      .regex(/^\d{1,15}$/, "a cursor is the `next` of an earlier page (0 starts at the oldest call)")
+      .transform(Number)
+      .optional(),
+    format: z.enum(["json", "ndjson"]).optional(),
   })
   .strict();
+
+/** Listings are sent in chunks of about this size. */
+const CHUNK = 64 * 1024;
+
+/**
+ * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
+ * of about 64 KiB: a full journal is never one string, and one write per call would cost more than the call.
+ */
+function callsStream(
+  calls: readonly CallRecord[],
+  text: { open: string; separator: string; close: string },
+): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let chunk = i === 0 ? text.open : "";
+      while (i < calls.length && chunk.length < CHUNK) {
+        chunk += (i > 0 ? text.separator : "") + callJson(calls[i++] as CallRecord);
+      }
+      if (i >= calls.length) chunk += text.close;
+      if (chunk !== "") controller.enqueue(Buffer.from(chunk, "utf8"));
+      if (i >= calls.length) controller.close();
+    },
+  });
+}
+
+/** One call a line (NDJSON). */
+const ndjsonStream = (calls: readonly CallRecord[]) =>
+  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" });
 
 async function jsonBody(
   c: Context,
@@ -98,23 +137,39 @@ export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth(deps.adminToken));
+  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
 
-  admin.get("/health", (c) =>
-    c.json({
+  admin.get("/health", (c) => {
+    const memory = process.memoryUsage();
+    return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
       calls: deps.journal.size,
+      // What is held against its limits, so that a long-running shared sandbox can be watched.
+      journal: {
+        calls: deps.journal.size,
+        maxCalls: deps.journal.limits.maxCalls,
+        bodyBytes: deps.journal.bytes,
+        maxBodyBytes: deps.journal.limits.maxBytes,
+      },
+      store: deps.store.counts(),
+      memory: {
+        rssBytes: memory.rss,
+        heapUsedBytes: memory.heapUsed,
+        heapTotalBytes: memory.heapTotal,
+        externalBytes: memory.external,
+      },
       ...deps.health(),
-    }),
-  );
+    });
+  });
 
   admin.get("/operations", (c) =>
     c.json({
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
+        scope: op.scope,
         method: "POST",
         path: `${deps.basePath}${op.path}`,
         event: op.event,
@@ -127,13 +182,25 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    const filter = query.data as CallFilter;
-    if (filter.operation !== undefined) {
-      const resolved = names.resolve(filter.operation);
+    const { format, ...pageQuery } = query.data;
+    if (pageQuery.operation !== undefined) {
+      const resolved = names.resolve(pageQuery.operation);
       if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
-      filter.operation = resolved.id;
+      pageQuery.operation = resolved.id;
     }
-    return c.json({ calls: deps.journal.list(filter).map(callView) });
+    const page = deps.journal.page(pageQuery);
+    const next = page.next === null ? null : String(page.next);
+    if (format === "ndjson") {
+      return c.body(ndjsonStream(page.calls), 200, {
+        "content-type": "application/x-ndjson; charset=utf-8",
+        ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
+      });
+    }
+    // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
+    const close = `],"next":${JSON.stringify(next)}}`;
+    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }), 200, {
+      "content-type": "application/json",
+    });
   });
 
   admin.get("/calls/export", (c) => {
@@ -148,18 +215,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    const calls = deps.journal.list();
-    const encoder = new TextEncoder();
-    let i = 0;
-    // One line per call, produced as the client reads, so a full journal is never one big string.
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        const call = calls[i++];
-        if (call) controller.enqueue(encoder.encode(`${JSON.stringify(callView(call))}\n`));
-        else controller.close();
-      },
-    });
-    return c.body(stream, 200, { "content-type": "application/x-ndjson; charset=utf-8" });
+    return c.body(ndjsonStream(deps.journal.list()), 200, { "content-type": "application/x-ndjson; charset=utf-8" });
   });
 
   admin.delete("/calls", (c) => {

@@ -92,6 +92,18 @@ export const SERVE_FLAGS: readonly Flag[] = [
     String(DEFAULT_OPTIONS.journalLimit),
     "most calls the journal keeps; oldest dropped first",
   ),
+  flag(
+    "max-patients",
+    "integer",
+    String(DEFAULT_OPTIONS.maxPatients),
+    "patients kept (fixtures and patients rules name are extra); the least recently used is forgotten first",
+  ),
+  flag(
+    "max-records-per-patient",
+    "integer",
+    String(DEFAULT_OPTIONS.maxRecordsPerPatient),
+    "records kept per patient, removed ones included; the oldest is forgotten first",
+  ),
   flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
   flag(
     "emirates-id-system",
@@ -130,7 +142,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
   flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
-  flag("public-url", "url", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  flag(
+    "public-url",
+    "url",
+    undefined,
+    "the sandbox's URL as pharmacies and OAuth2 clients see it: pushes' source, token issuer (default: the listening URL)",
+  ),
   // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
   flag(
     "journal-file",
@@ -149,6 +166,20 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "header-names",
     undefined,
     "comma-separated header names whose values are recorded as [redacted], besides Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and the other defaults",
+  ),
+  flag(
+    "auth",
+    { oneOf: ["off", "oauth2"] },
+    "off",
+    "oauth2: message paths need a bearer token from POST /oauth2/token",
+  ),
+  flag("clients", "string", undefined, "YAML clients file of --auth oauth2: ids, secrets or keys, scopes, workspaces"),
+  flag("token-ttl", "duration", "5m", "lifetime of access tokens (--auth oauth2), rounded up to whole seconds"),
+  flag(
+    "token-key",
+    "string",
+    undefined,
+    "PEM private key (RSA: RS256, P-256: ES256) that signs access tokens; default a new one per start",
   ),
 ];
 
@@ -273,6 +304,13 @@ export function resolveServeConfig(
       `--headers-timeout (${limits.headersTimeoutMs} ms) must not be longer than --request-timeout (${limits.requestTimeoutMs} ms)`,
     );
   }
+  if ((v.auth === "oauth2") !== (v.clients !== undefined && v.clients !== "")) {
+    throw new UsageError(
+      v.auth === "oauth2"
+        ? "--auth oauth2 needs --clients FILE (CLIENTS)"
+        : "--clients is read only with --auth oauth2 (AUTH)",
+    );
+  }
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -286,6 +324,8 @@ export function resolveServeConfig(
       responseEnvelope: v["response-envelope"] as boolean,
       businessErrors: v["business-errors"] as "message" | "http",
       journalLimit: v["journal-limit"] as number,
+      maxPatients: v["max-patients"] as number,
+      maxRecordsPerPatient: v["max-records-per-patient"] as number,
       operationsFile: (v.operations as string | undefined) || undefined,
       emiratesIdSystem: v["emirates-id-system"] as string,
       validation: v.validation as SandboxOptions["validation"],
@@ -304,6 +344,10 @@ export function resolveServeConfig(
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       proxy: (v.proxy as string | undefined) || undefined,
       redactHeaders: ((v["redact-header"] as string | undefined) ?? "").split(",").filter(Boolean),
+      auth: v.auth as SandboxOptions["auth"],
+      clientsFile: (v.clients as string | undefined) || undefined,
+      tokenTtlMs: v["token-ttl"] as number,
+      tokenKeyFile: (v["token-key"] as string | undefined) || undefined,
     },
   };
 }

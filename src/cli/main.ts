@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { clientsJsonSchema } from "../auth/clients-file.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
@@ -23,7 +24,7 @@ Usage:
                                             under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
                                             (with an operations file: validate --operations FILE DIR)
-  uae-fhir-sandbox schema                   print the JSON Schema of scenario files
+  uae-fhir-sandbox schema [clients]         print the JSON Schema of scenario files (or of clients files)
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
@@ -41,6 +42,7 @@ ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
 Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
 export interface CliIo {
@@ -117,8 +119,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
   }
-  if (command === "schema" && rest.length === 0) {
-    io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
+  if (command === "schema" && rest.length <= 1 && ["scenarios", "clients", undefined].includes(rest[0])) {
+    io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));
     return 0;
   }
   if (command !== "serve" || rest.length > 0) {

@@ -16,6 +16,10 @@ export interface SandboxOptions {
   businessErrors: "message" | "http";
   /** Most calls the journal keeps; the oldest are dropped first. */
   journalLimit: number;
+  /** Patients the store keeps besides fixtures and patients scenario rules name; the least recently used goes first. */
+  maxPatients: number;
+  /** Records kept per patient; the oldest goes first. */
+  maxRecordsPerPatient: number;
   /** An operations file that renames event codes, adds aliases or moves paths. */
   operationsFile: string | undefined;
   /** Identifier system of Emirates IDs: given to generated patients, checked in messages. */
@@ -52,6 +56,14 @@ export interface SandboxOptions {
   publicUrl: string | undefined;
   /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
   redactHeaders: string[];
+  /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
+  auth: "off" | "oauth2";
+  /** The OAuth2 clients (YAML); required with auth oauth2. */
+  clientsFile: string | undefined;
+  /** Lifetime of access tokens. */
+  tokenTtlMs: number;
+  /** PEM private key that signs access tokens; undefined: a fresh key at each start. */
+  tokenKeyFile: string | undefined;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -63,6 +75,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   responseEnvelope: false,
   businessErrors: "message",
   journalLimit: 10_000,
+  maxPatients: 1_000,
+  maxRecordsPerPatient: 50,
   operationsFile: undefined,
   emiratesIdSystem: "urn:ae:emirates-id",
   validation: "strict",
@@ -82,6 +96,10 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalFile: undefined,
   proxy: undefined,
   redactHeaders: [],
+  auth: "off",
+  clientsFile: undefined,
+  tokenTtlMs: 5 * 60_000,
+  tokenKeyFile: undefined,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

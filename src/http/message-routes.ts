@@ -1,4 +1,5 @@
 import type { Hono } from "hono";
+import type { Access } from "../auth/bearer.js";
 import { issue } from "../fhir/outcome.js";
 import type { MessagePipeline } from "../pipeline/process-message.js";
 import { STANDARD_PATH } from "../routing/default-operations.js";
@@ -27,6 +28,8 @@ export function mountMessageRoutes(
   options: MessageRouteOptions,
   pipeline: MessagePipeline,
   fetchImpl: typeof fetch,
+  /** With --auth oauth2: reads the request's bearer token. */
+  authenticate?: (authorization: string | undefined) => Promise<Access>,
 ): void {
   for (const path of paths) {
     app.all(`${options.basePath}${path}`, async (c) => {
@@ -54,6 +57,7 @@ export function mountMessageRoutes(
         ]);
       }
       c.set("bodyText", read.text);
+      const access = authenticate ? await authenticate(c.req.header("authorization")) : undefined;
       const origin = new URL(c.req.url).origin;
       const answer = await pipeline({
         path,
@@ -62,7 +66,9 @@ export function mountMessageRoutes(
         endpoint: `${origin}${options.basePath}${path}`,
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
         call: c.get("call"),
+        ...(access ? { access } : {}),
       });
+      c.set("requestJson", answer.requestJson === true);
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);

@@ -1,5 +1,6 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
-import { decodeEnvelope } from "../envelope/envelope.js";
+import { type Access, authorize, type Refusal } from "../auth/bearer.js";
+import { type DecodedEnvelope, decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
@@ -13,7 +14,7 @@ import { scriptedReply } from "../scenarios/respond.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
-import { messageFingerprint } from "./fingerprint.js";
+import { type MessageIdentity, messageIdentity, sameMessage } from "./fingerprint.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
@@ -28,6 +29,8 @@ export interface InboundMessage {
   fhirBase: string;
   /** The journal's call for this message (id and start), for naming it to a later reuse of its MessageHeader id. */
   call?: { id: string; at: Date };
+  /** With --auth oauth2: who the bearer token speaks for, or why there is none usable. */
+  access?: Access;
 }
 
 /** The answer to one message, with what the edge and the journal need to know about it. */
@@ -51,20 +54,22 @@ export interface Answer {
   forward?: true;
   /** `body` as JSON text, when the pipeline serialized it already. */
   serialized?: string;
+  /** The request body was JSON (the envelope could be read). */
+  requestJson?: true;
   /** How the scenario rules decided, when they were consulted (for explaining the call later). */
   trace?: RuleTrace;
 }
 
 /**
- * A processed answer as the duplicate memory keeps it: serialized UTF-8, a
- * fraction of the object graph's size; with the message's content fingerprint
- * (a hash, not the content) and the call that brought it.
+ * A processed answer as the duplicate memory keeps it: the serialized body
+ * (the same string the journal holds for the call, so no second copy), what
+ * tells an exact resend of the message, and the call that brought it.
  */
 export interface StoredAnswer {
   status: number;
-  body: Buffer;
-  /** messageFingerprint of the message answered. */
-  fingerprint: string;
+  body: string;
+  /** The message answered, as messageIdentity took it. */
+  identity: MessageIdentity;
   /** Journal id of the call, when known. */
   callId: string | undefined;
   at: Date;
@@ -109,6 +114,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     options.proxy ? forward(found) : answer(status, operationOutcome(issues), found);
   // Recording from a real service: it judges bad messages too, so they are forwarded as well.
   const forward = (found: Partial<Answer>): Answer => ({ ...answer(0, undefined, found), ...found, forward: true });
+  // Never forwarded with --proxy: the sandbox is the one that holds the credentials.
+  const refused = (refusal: Refusal, found: Partial<Answer>): Answer => ({
+    ...answer(refusal.status, operationOutcome(refusal.issues), found),
+    headers: refusal.headers,
+  });
+
+  /** The operation and message id a message names, when they can be told: for the journal of a call refused unread. */
+  const named = (inbound: InboundMessage): Partial<Answer> => {
+    const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
+    const message = envelope.ok ? readMessage(envelope.bundle).message : undefined;
+    if (!message) return {};
+    const id = message.header.id;
+    const operation = routeMessage(message, deps.catalogue, inbound.path, options.basePath).operation;
+    return { operation: operation?.id ?? null, messageId: typeof id === "string" ? id : null };
+  };
 
   const factsOf = (inbound: InboundMessage, message: Message, operation: string, invalid = false): RequestFacts => {
     let keys: string[] | undefined;
@@ -139,6 +159,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
   });
 
   return async function processMessage(inbound: InboundMessage): Promise<Answer> {
+    // No usable token: a 401 before anything of the message counts (CONTRACT §13).
+    if (inbound.access && !inbound.access.ok) return refused(inbound.access.refusal, named(inbound));
+
     const mediaType = inbound.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
     // A missing Content-Type is read as JSON; a declared other type is refused.
     if (mediaType && !JSON_TYPES.has(mediaType)) {
@@ -152,7 +175,10 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     if (!envelope.ok) return notProcessed(400, envelope.issues);
+    return { ...(await processEnvelope(inbound, envelope)), requestJson: true };
+  };
 
+  async function processEnvelope(inbound: InboundMessage, envelope: DecodedEnvelope & { ok: true }): Promise<Answer> {
     // Every resource of the message against R4, before anything else (CONTRACT §11).
     const checked = validateMessage(envelope.bundle, options);
     const read = readMessage(envelope.bundle);
@@ -165,6 +191,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const operation = routed.operation?.id ?? null;
     const issues = mergeIssues({ envelope: read.issues, operation: routed.issues }, checked.errors);
     if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
+    // A token without the operation's scope: 403, before the message's own problems.
+    const forbidden = inbound.access && routed.operation ? authorize(inbound.access, routed.operation) : undefined;
+    if (forbidden) return refused(forbidden, { operation, messageId });
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,
@@ -212,21 +241,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     if (options.proxy) return forward({ operation, messageId, ...ruled });
 
-    // Once per processed message, before a handler could touch the message.
-    const fingerprint = messageFingerprint(message.bundle as unknown as Record<string, unknown>);
+    // Before a handler could touch the message.
+    const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
-    if (earlier?.fingerprint === fingerprint) {
-      const text = earlier.body.toString("utf8");
+    if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
       return {
-        ...answer(earlier.status, JSON.parse(text), { operation, messageId }),
+        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
         duplicate: true,
         ...ruled,
         headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
-        serialized: text,
+        serialized: earlier.body,
       };
     }
     if (earlier)
       return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
+    const identity = messageIdentity(bundle, envelope.text);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -259,13 +288,13 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const serialized = JSON.stringify(built.body);
     deps.replays.remember(messageId, {
       status: built.status,
-      body: Buffer.from(serialized, "utf8"),
-      fingerprint,
+      body: serialized,
+      identity,
       callId: inbound.call?.id,
       at: inbound.call?.at ?? deps.now(),
     });
     return { ...built, ...ruled, serialized };
-  };
+  }
 }
 
 export type MessagePipeline = ReturnType<typeof createMessagePipeline>;

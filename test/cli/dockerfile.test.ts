@@ -82,12 +82,12 @@ const healthcheck = (() => {
 })();
 
 describe("the Dockerfile", () => {
-  it("bundles in a node:24-alpine stage: npm ci, then npm run bundle", () => {
+  it("builds in a node:24-alpine stage: npm ci, then npm run build (which bundles)", () => {
     expect(stages(dockerfile).length).toBeGreaterThanOrEqual(2);
     expect(build[0]?.args).toMatch(/^node:24-alpine[\d.]*\s+AS\s+build$/i);
     const runs = all(build, "RUN").map((i) => i.args);
     const ci = runs.findIndex((r) => /^npm ci\b/.test(r));
-    const bundle = runs.indexOf("npm run bundle");
+    const bundle = runs.indexOf("npm run build");
     expect(ci).toBeGreaterThanOrEqual(0);
     expect(bundle).toBeGreaterThan(ci);
   });
@@ -101,7 +101,13 @@ describe("the Dockerfile", () => {
     const copies = all(runtime, "COPY").map((i) => i.args.split(/\s+/));
     expect(copies).toEqual([
       ["--from=build", "/usr/local/bin/node", "/usr/local/bin/node"],
-      ["--from=build", "/app/bundle/uae-fhir-sandbox.mjs", "/app/bundle/r4-definitions.json", "./bundle/"],
+      [
+        "--from=build",
+        "/app/bundle/uae-fhir-sandbox.mjs",
+        "/app/bundle/r4-definitions.json",
+        "/app/bundle/fhirpath-trees.json",
+        "./bundle/",
+      ],
       ["scenarios", "./scenarios"],
     ]);
   });
@@ -124,7 +130,15 @@ describe("the Dockerfile", () => {
     });
   });
 
-  it("starts the bundled server: the entry npm run bundle writes, with the serve command", () => {
+  it("limits the V8 heap so that the server fits a 512 MiB container, with room for what is not heap", () => {
+    const limit = Number(/--max-old-space-size=(\d+)/.exec(imageEnv.NODE_OPTIONS ?? "")?.[1]);
+    expect(limit).toBeGreaterThanOrEqual(256); // a full default journal and store fit
+    expect(limit).toBeLessThanOrEqual(512 - 128);
+  });
+
+  it("starts the bundled server: the entry npm run bundle writes (last step of npm run build), with serve", () => {
+    const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { scripts: Record<string, string> };
+    expect(pkg.scripts.build).toMatch(/ && npm run bundle$/);
     expect(cmd).toEqual(["node", "bundle/uae-fhir-sandbox.mjs", "serve"]);
     expect(readFileSync(`${ROOT}scripts/bundle.mjs`, "utf8")).toContain('"uae-fhir-sandbox.mjs"');
   });
@@ -196,7 +210,11 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
 
   it("has only the bundle, its R4 definitions and the scenarios: no node_modules, source maps or declarations", () => {
     expect(readdirSync(app).sort()).toEqual(["bundle", "scenarios"]);
-    expect(readdirSync(join(app, "bundle")).sort()).toEqual(["r4-definitions.json", "uae-fhir-sandbox.mjs"]);
+    expect(readdirSync(join(app, "bundle")).sort()).toEqual([
+      "fhirpath-trees.json",
+      "r4-definitions.json",
+      "uae-fhir-sandbox.mjs",
+    ]);
     expect(existsSync(join(app, "node_modules")), "no node_modules in the image").toBe(false);
   });
 

@@ -54,7 +54,8 @@ beforeAll(async () => {
   });
   symlinkSync(join(ROOT, "node_modules"), join(source, "node_modules"), "dir");
   const { stdout } = await run("npm", ["pack", "--json", "--pack-destination", work], source);
-  [packed] = JSON.parse(stdout) as [Packed];
+  // prepack's scripts print on the same stdout, before npm's JSON.
+  [packed] = JSON.parse(stdout.slice(stdout.search(/^\[/m))) as [Packed];
 
   consumer = join(work, "consumer");
   mkdirSync(consumer);
