@@ -12,6 +12,7 @@ import { builtInHandlers } from "./handlers/built-in.js";
 import { drugOrderHandlers } from "./handlers/drug-orders.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
+import { cors } from "./http/cors.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
@@ -19,6 +20,7 @@ import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
+import { consoleLogger, type Logger, type SandboxLogger, withWarn } from "./log/logger.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { ScheduledPushes } from "./orders/scheduled-pushes.js";
@@ -34,10 +36,7 @@ import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
 import { VERSION } from "./version.js";
 
-export interface Logger {
-  info(message: string): void;
-  error(message: string, error?: unknown): void;
-}
+export type { Logger } from "./log/logger.js";
 
 /** Everything from outside the sandbox: time, ids, randomness, outbound HTTP, logging. Replace any of them in tests. */
 export interface SandboxDeps {
@@ -61,11 +60,7 @@ export const defaultDeps = (): SandboxDeps => ({
   newId: () => randomUUID(),
   random: Math.random,
   fetch: (input, init) => fetch(input, init),
-  logger: {
-    info: (m) => console.log(m),
-    // console.error(m, undefined) would print "m undefined": most errors (a refused reload) carry no Error.
-    error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
-  },
+  logger: consoleLogger,
   handlers: {},
   fsWatch: watch,
 });
@@ -96,7 +91,8 @@ export interface SandboxApp {
    * --public-url fixed it) and its limits (shown by GET /__admin/health).
    */
   served(server: { url: string; limits: ServerLimits }): void;
-  logger: Logger;
+  /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
+  logger: SandboxLogger;
   /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
   close(): void;
 }
@@ -134,7 +130,13 @@ export function createApp(
   const options: SandboxOptions = { ...DEFAULT_OPTIONS, ...overrides };
   options.basePath = normaliseBasePath(options.basePath);
   const deps: SandboxDeps = { ...defaultDeps(), ...depOverrides };
+  const logger = withWarn(deps.logger);
   const startedAt = deps.now();
+  if (options.corsAdmin && (options.cors.length === 0 || options.adminToken === undefined)) {
+    throw new Error(
+      "corsAdmin needs cors origins and an adminToken: the admin API is opened to browsers only behind a token",
+    );
+  }
 
   const events = new SandboxEvents();
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
@@ -152,27 +154,40 @@ export function createApp(
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) {
-          deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
-          store.pinKeys(rulePatientKeys(scenarios.scenarios));
-        } else
-          deps.logger.error(
-            `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
-          );
+        if (ok) store.pinKeys(rulePatientKeys(scenarios.scenarios));
+        // The first load is told by whoever started the sandbox (the CLI's banner); reloads are logged.
+        if (started && ok) {
+          const { files, rules } = scenarios.view();
+          logger.info(`scenarios loaded from ${options.scenarios}: ${rules.length} rules`, {
+            event: "scenarios-loaded",
+            source: options.scenarios,
+            files: files.length,
+            rules: rules.length,
+          });
+        } else if (started) {
+          const lines = problems.map(formatProblem);
+          logger.warn(`scenarios not reloaded, the previous set keeps serving:\n${lines.join("\n")}`, {
+            event: "scenarios-refused",
+            source: options.scenarios,
+            problems: lines,
+          });
+        }
         events.emit("scenarios:loaded", { ok, problems });
       },
-      onWatchError: (message) => deps.logger.error(message),
+      onWatchError: (message) => logger.warn(message, { event: "scenarios-watch" }),
     },
     fsWatch: deps.fsWatch,
   });
+  let started = false;
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  started = true;
   // Opened once nothing else can fail to start, so a refused start leaves no file open.
   const journalFile = options.journalFile
     ? new JournalFile(options.journalFile, {
         events,
         highestIdIssued: (): number => journal.highestIdIssued,
-        warn: (message) => deps.logger.error(message),
+        warn: (message) => logger.warn(message, { event: "journal-file", path: options.journalFile }),
       })
     : undefined;
   const journal = new Journal(
@@ -211,10 +226,10 @@ export function createApp(
     pharmacies,
     dispatcher,
     events,
-    logger: deps.logger,
+    logger,
     publicUrl: () => publicUrl,
   });
-  const pushes = new ScheduledPushes(workflow, deps.logger);
+  const pushes = new ScheduledPushes(workflow, logger);
   const handlers: HandlerTable = {
     ...builtInHandlers,
     ...drugOrderHandlers({
@@ -245,6 +260,15 @@ export function createApp(
   const stopWatching = options.watch ? scenarios.watch() : () => undefined;
 
   const app = new Hono<EdgeEnv>();
+  // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
+  if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
+  app.use("/__admin/*", async (c, next) => {
+    if (events.listenerCount("admin:answered") === 0) return next();
+    const started = deps.monotonic();
+    await next();
+    const durationMs = Math.round((deps.monotonic() - started) * 1000) / 1000;
+    events.emit("admin:answered", { method: c.req.method, path: c.req.path, status: c.res.status, durationMs });
+  });
   app.route(
     "/__admin",
     adminRoutes({
@@ -294,7 +318,7 @@ export function createApp(
   app.onError((error, c) => {
     // In-process, a scripted network fault rejects app.request as fetch would.
     if (error instanceof SimulatedNetworkFault) throw error;
-    deps.logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
+    logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
     return outcomeResponse(c, 500, [
       issue(
         "exception",
@@ -321,7 +345,7 @@ export function createApp(
       if (options.publicUrl === undefined) publicUrl = server.url;
       serverLimits = server.limits;
     },
-    logger: deps.logger,
+    logger,
     close: () => {
       stopWatching();
       pushes.stop();

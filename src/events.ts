@@ -11,6 +11,8 @@ export interface SandboxEventMap {
   "call:recorded": [CallRecord];
   /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
   "order:updated": [Order];
+  /** An admin API request was answered (emitted only while someone listens: the request log at debug level). */
+  "admin:answered": [{ method: string; path: string; status: number; durationMs: number }];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }

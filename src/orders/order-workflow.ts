@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import type { Faker } from "@faker-js/faker";
 import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Resource, Task } from "fhir/r4.js";
-import type { Logger } from "../app.js";
 import { emiratesId } from "../domain/emirates-id.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { outboundMessage } from "../fhir/response-message.js";
 import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
 import { englishFaker } from "../generate/faker.js";
+import type { SandboxLogger } from "../log/logger.js";
 import type { PushDispatcher, PushResult } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import { bestOption, readConfirmation } from "./confirmation.js";
@@ -52,8 +52,8 @@ export interface WorkflowDeps {
   pharmacies: PharmacyRegistry;
   dispatcher: PushDispatcher;
   events: SandboxEvents;
-  /** Where failures of background work (after a push, at a deadline) go. */
-  logger: Logger;
+  /** Where failed pushes and failures of background work (after a push, at a deadline) go. */
+  logger: SandboxLogger;
   /** The sandbox's URL as pharmacies see it: MessageHeader.source.endpoint of pushes. */
   publicUrl(): string;
 }
@@ -302,13 +302,31 @@ export class OrderWorkflow {
       this.deps,
     );
     const header = bundle.entry?.[0]?.resource as { id: string };
-    return this.deps.dispatcher.deliver({
+    const result = await this.deps.dispatcher.deliver({
       target: pharmacy.endpoint,
+      pharmacy: request.licence,
       headers: pharmacy.headers,
       body: JSON.stringify({ content: JSON.stringify(bundle) }),
       event,
       messageId: header.id,
     });
+    if (!result.delivered) {
+      // Each attempt is a line of the request log; this says the push as a whole is given up.
+      this.deps.logger.warn(
+        `order ${order.id}: ${event} to pharmacy ${request.licence} (${pharmacy.endpoint}) failed after ${result.attempts} attempt(s): ${result.error ?? `answered ${result.status}`}`,
+        {
+          event: "push-failed",
+          order: order.id,
+          pharmacy: request.licence,
+          push: event,
+          target: pharmacy.endpoint,
+          attempts: result.attempts,
+          status: result.status,
+          error: result.error,
+        },
+      );
+    }
+    return result;
   }
 
   #touch(request: PharmacyRequest, change: Partial<Task>): void {

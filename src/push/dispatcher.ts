@@ -26,6 +26,8 @@ export interface PushDeps {
 
 export interface Push {
   target: string;
+  /** The pharmacy's licence, when the push is for a known pharmacy. */
+  pharmacy?: string;
   /** The pharmacy's headers (Subscription.channel.header): sent as they are, recorded redacted. */
   headers: Record<string, string>;
   /** The envelope text: {"content": "<bundle string>"}. */
@@ -166,6 +168,7 @@ export class PushDispatcher {
         ? { status: response.status, headers: headerRecord(response.headers), body: response.body }
         : null,
       ...(error ? { error } : {}),
+      ...(push.pharmacy !== undefined ? { pharmacy: push.pharmacy } : {}),
       target: push.target,
       attempt,
     });
