@@ -89,7 +89,7 @@ echo "verify-image: runs as uid $uid"
 $engine stop -t 10 "$NAME" >/dev/null
 code=$($engine inspect --format '{{.State.ExitCode}}' "$NAME")
 [[ "$code" == 0 ]] || fail "docker stop (SIGTERM) ended the server with exit code $code, not 0"
-$engine logs "$NAME" 2>&1 | grep -q '^stopped$' || fail "the server did not log 'stopped' after SIGTERM"
+$engine logs "$NAME" 2>&1 | grep -qE '^stopped$|"event":"stopped"' || fail "the server did not log that it stopped after SIGTERM"
 echo "verify-image: SIGTERM stop, exit code 0"
 
 bytes=$($engine image inspect --format '{{.Size}}' "$IMAGE")

@@ -298,7 +298,7 @@ describe("the tarball installed into a fresh project", () => {
 
         killGroup(server.process, "SIGTERM");
         await server.waitForExit(STEP_MS);
-        expect(server.stdout).toMatch(/received SIGTERM, shutting down\n(.|\n)*stopped/);
+        expect(server.stdout).toMatch(/received SIGTERM, shutting down[\s\S]*stopped/);
       } finally {
         killGroup(server.process, "SIGKILL");
       }
