@@ -19,6 +19,27 @@ export interface CallFilter {
   limit?: number;
 }
 
+/** A page of the journal: a filter, a direction, where to go on from, and how many. */
+export interface PageQuery extends Omit<CallFilter, "limit"> {
+  /** asc: oldest first (the default); desc: newest first. */
+  order?: "asc" | "desc";
+  /**
+   * Go on after this cursor (a `next` of an earlier page), in `order`. Without it, desc starts at the newest call
+   * and asc gives the most recent `limit` calls (as `limit` always did); cursor 0 starts asc at the oldest.
+   */
+  cursor?: number;
+  /** At most this many calls. */
+  limit?: number;
+  /** And only calls this predicate holds for (a compiled CallSearch). */
+  where?: (call: CallRecord) => boolean;
+}
+
+export interface CallPage {
+  calls: CallRecord[];
+  /** The cursor of the next page in the same order, or null when no further call matches (yet). */
+  next: number | null;
+}
+
 /**
  * The call journal: a bounded, ordered record of every call. It observes
  * `call:completed` events and announces `call:recorded`; nothing on the
@@ -27,9 +48,12 @@ export interface CallFilter {
 export class Journal {
   /** Slots before #start are dropped calls, emptied so they are not kept alive until the next compaction. */
   readonly #calls: Array<CallRecord | undefined> = [];
+  /** Position of each call in recording order, aligned with #calls: a page cursor that survives dropped calls. */
+  readonly #seqs: number[] = [];
   #start = 0;
   #bytes = 0;
   #nextId = 1;
+  #nextSeq = 1;
 
   constructor(
     readonly limits: JournalLimits,
@@ -49,6 +73,7 @@ export class Journal {
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
     const record: CallRecord = { ...draft, id: draft.id ?? String(this.#nextId++), size };
     this.#calls.push(record);
+    this.#seqs.push(this.#nextSeq++);
     this.#bytes += size;
     while (this.#live() > this.limits.maxCalls || (this.#bytes > this.limits.maxBytes && this.#live() > 1)) {
       const dropped = this.#calls[this.#start];
@@ -59,6 +84,7 @@ export class Journal {
     // Compact now and then so dropped calls do not pin memory.
     if (this.#start > 1024 && this.#start * 2 > this.#calls.length) {
       this.#calls.splice(0, this.#start);
+      this.#seqs.splice(0, this.#start);
       this.#start = 0;
     }
     this.events.emit("call:recorded", record);
@@ -84,27 +110,91 @@ export class Journal {
     return this.#live();
   }
 
+  /** Body bytes held (UTF-8), against limits.maxBytes. */
+  get bytes(): number {
+    return this.#bytes;
+  }
+
   /** Calls matching the filter, oldest first. */
   list(filter: CallFilter = {}): CallRecord[] {
     const out: CallRecord[] = [];
     for (let i = this.#start; i < this.#calls.length; i++) {
       const call = this.#calls[i] as CallRecord;
-      if (filter.operation !== undefined && call.operation !== filter.operation) continue;
-      if (filter.direction !== undefined && call.direction !== filter.direction) continue;
-      if (filter.messageId !== undefined && call.messageId !== filter.messageId) continue;
-      if (filter.since !== undefined && call.at < filter.since) continue;
-      out.push(call);
+      if (matches(call, filter)) out.push(call);
     }
     return filter.limit !== undefined ? out.slice(Math.max(0, out.length - filter.limit)) : out;
   }
 
+  /**
+   * One page of the calls matching the query, and the cursor of the next.
+   * Walks only as far as the page reaches, so a first page of a full journal
+   * costs what the page holds.
+   *
+   * @example
+   *   journal.page({ order: "desc", limit: 50 }); // the 50 newest, newest first, and a cursor to older ones
+   *   journal.page({ cursor: 0, limit: 50 }); // the 50 oldest; then journal.page({ cursor: next, limit: 50 })
+   */
+  page(query: PageQuery = {}): CallPage {
+    const { order = "asc", cursor, limit = Number.POSITIVE_INFINITY } = query;
+    const calls: CallRecord[] = [];
+    const end = this.#calls.length;
+    if (order === "asc" && cursor === undefined) {
+      // As `limit` always meant: the most recent matches, oldest first; nothing newer yet.
+      for (let i = end - 1; i >= this.#start && calls.length < limit; i--) {
+        const call = this.#calls[i] as CallRecord;
+        if (matches(call, query)) calls.push(call);
+      }
+      return { calls: calls.reverse(), next: null };
+    }
+    const step = order === "asc" ? 1 : -1;
+    let i =
+      order === "asc" ? this.#firstAfter(cursor ?? 0) : this.#firstAfter((cursor ?? Number.MAX_SAFE_INTEGER) - 1) - 1;
+    let last = -1;
+    for (; i >= this.#start && i < end; i += step) {
+      const call = this.#calls[i] as CallRecord;
+      if (!matches(call, query)) continue;
+      if (calls.length === limit) return { calls, next: this.#seqs[last] as number };
+      calls.push(call);
+      last = i;
+    }
+    return { calls, next: null };
+  }
+
+  /** Index of the first live call recorded after sequence number `seq` (binary search: #seqs only grows). */
+  #firstAfter(seq: number): number {
+    let lo = this.#start;
+    let hi = this.#calls.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if ((this.#seqs[mid] as number) <= seq) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
   get(id: string): CallRecord | undefined {
-    return this.list().find((c) => c.id === id);
+    for (let i = this.#start; i < this.#calls.length; i++) {
+      const call = this.#calls[i] as CallRecord;
+      if (call.id === id) return call;
+    }
+    return undefined;
   }
 
   clear(): void {
     this.#calls.length = 0;
+    this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
+    this.events.emit("journal:cleared");
   }
+}
+
+function matches(call: CallRecord, filter: Omit<PageQuery, "order" | "cursor" | "limit">): boolean {
+  return (
+    (filter.operation === undefined || call.operation === filter.operation) &&
+    (filter.direction === undefined || call.direction === filter.direction) &&
+    (filter.messageId === undefined || call.messageId === filter.messageId) &&
+    (filter.since === undefined || call.at >= filter.since) &&
+    (filter.where === undefined || filter.where(call))
+  );
 }
