@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
+import { LiveEvents } from "./admin/live-events.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
@@ -29,6 +30,7 @@ import { applyFixtures } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
+import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 
 export interface Logger {
@@ -202,6 +204,7 @@ export function createApp(
   pushes.start(scenarios.scenarios);
   const stopWatching = options.watch ? scenarios.watch() : () => undefined;
 
+  const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>();
   app.route(
     "/__admin",
@@ -220,7 +223,20 @@ export function createApp(
       version: VERSION,
       startedAt,
       now: deps.now,
+      newId: deps.newId,
       reset,
+      live,
+      resend: async (request) => app.fetch(request),
+      pushes: () => dispatcher.stats(),
+      allocation: options.allocation,
+    }),
+  );
+  // Before the recorder: the landing page is not a call to the exchange.
+  app.get("/", (c) =>
+    landingPage(c, {
+      basePath: options.basePath,
+      version: VERSION,
+      tokenRequired: options.adminToken !== undefined,
     }),
   );
   const record = recordCalls({
@@ -271,6 +287,7 @@ export function createApp(
       if (options.publicUrl === undefined) publicUrl = url;
     },
     close: () => {
+      live.close();
       journalFile?.close();
       stopWatching();
       pushes.stop();

@@ -9,6 +9,8 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** The journal was emptied (DELETE /__admin/calls, a reset). */
+  "journal:cleared": [];
   /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
   "order:updated": [Order];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */

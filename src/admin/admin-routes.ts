@@ -7,22 +7,30 @@ import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { readBody } from "../http/read-body.js";
+import { issuesOfCall } from "../journal/call-issues.js";
+import { callSearch } from "../journal/call-search.js";
+import { callSummary } from "../journal/call-summary.js";
 import { callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
-import type { CallFilter, Journal } from "../journal/journal.js";
+import type { Journal } from "../journal/journal.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
-import type { OrderWorkflow } from "../orders/order-workflow.js";
+import type { AllocationPolicy, OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import { PUSH_MESSAGES } from "../orders/push-messages.js";
+import type { PushStats } from "../push/dispatcher.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { Scenarios } from "../scenarios/scenarios.js";
-import type { SandboxStore } from "../store/sandbox-store.js";
+import type { PatientSummary, SandboxStore } from "../store/sandbox-store.js";
+import { uiRoutes } from "../ui/ui-routes.js";
 import { adminAuth } from "./auth.js";
+import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
+import { resendRequest } from "./resend.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
@@ -40,8 +48,16 @@ export interface AdminDeps {
   version: string;
   startedAt: Date;
   now(): Date;
+  newId(): string;
   /** Puts state back to fixtures, clears the journal and counters. */
   reset(): void;
+  /** The sandbox's event streams (GET /__admin/events). */
+  live: LiveEvents;
+  /** Sends a request through the sandbox, as if it came in (POST /__admin/calls/{id}/resend). */
+  resend(request: Request): Promise<Response>;
+  /** Push deliveries under way (GET /__admin/health). */
+  pushes(): PushStats;
+  allocation: AllocationPolicy;
 }
 
 function problem(
@@ -66,6 +82,20 @@ const callQuery = z
       .transform((s) => new Date(s))
       .optional(),
     limit: z.coerce.number().int().min(1).optional(),
+    order: z.enum(["asc", "desc"]).optional(),
+    cursor: z
+      .string()
+      .regex(/^\d{1,15}$/, "a cursor is the `next` of an earlier page (0 starts at the oldest call)")
+      .transform(Number)
+      .optional(),
+    status: z
+      .string()
+      .regex(/^([1-5]\d\d|[1-5]xx)$/i, "an HTTP status (404) or a class of them (4xx)")
+      .optional(),
+    code: z.enum(["ok", "transient-error", "fatal-error"]).optional(),
+    patient: z.string().min(1).optional(),
+    q: z.string().optional(),
+    view: z.enum(["full", "summary"]).optional(),
   })
   .strict();
 
@@ -87,21 +117,71 @@ async function jsonBody(
 const describeZod = (error: z.ZodError): string =>
   error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
 
+const patientQuery = z
+  .object({ q: z.string().optional(), limit: z.coerce.number().int().min(1).max(10_000).optional() })
+  .strict();
+
+const unknownCall = (id: string) =>
+  problem(404, `No recorded call with id ${id}; list them with GET /__admin/calls.`, "not-found");
+
+const resendOptions = z
+  .object({
+    newMessageId: z.boolean().optional().describe("give the MessageHeader a new id, so the message is processed again"),
+  })
+  .strict();
+
+/** The push a pharmacy got last at `endpoint`, and how it went. */
+function lastDelivery(journal: Journal, endpoint: string) {
+  const [call] = journal.page({
+    direction: "outbound",
+    order: "desc",
+    limit: 1,
+    where: (c) => c.target === endpoint,
+  }).calls;
+  if (!call) return null;
+  return {
+    callId: call.id,
+    at: call.at.toISOString(),
+    operation: call.operation,
+    attempt: call.attempt ?? null,
+    status: call.response?.status ?? null,
+    error: call.error ?? null,
+  };
+}
+
 /** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
 export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
+  // Before the token check: the dashboard's pages and assets hold no data; what they fetch needs the token.
+  admin.route("/ui", uiRoutes({ tokenRequired: deps.adminToken !== undefined, version: deps.version }));
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
   admin.use("*", adminAuth(deps.adminToken));
 
-  admin.get("/health", (c) =>
-    c.json({
+  admin.get("/health", (c) => {
+    const memory = process.memoryUsage();
+    return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
       calls: deps.journal.size,
-    }),
-  );
+      // What is held against its limits, so that a long-running shared sandbox can be watched.
+      journal: {
+        calls: deps.journal.size,
+        maxCalls: deps.journal.limits.maxCalls,
+        bodyBytes: deps.journal.bytes,
+        maxBodyBytes: deps.journal.limits.maxBytes,
+      },
+      memory: {
+        rssBytes: memory.rss,
+        heapUsedBytes: memory.heapUsed,
+        heapTotalBytes: memory.heapTotal,
+        externalBytes: memory.external,
+      },
+      pushes: deps.pushes(),
+      liveClients: deps.live.open,
+    });
+  });
 
   admin.get("/operations", (c) =>
     c.json({
@@ -114,34 +194,53 @@ export function adminRoutes(deps: AdminDeps): Hono {
         aliases: op.aliases,
         focus: op.focus.types,
       })),
+      // The messages the sandbox sends: the `operation` of outbound calls in the journal.
+      pushes: PUSH_MESSAGES.map((p) => ({ id: p.id, focus: p.focus })),
     }),
   );
 
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    const filter = query.data as CallFilter;
+    const { status, code, patient, q, view, ...filter } = query.data;
     if (filter.operation !== undefined) {
       const resolved = names.resolve(filter.operation);
       if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
       filter.operation = resolved.id;
     }
-    return c.json({ calls: deps.journal.list(filter).map(callView) });
+    const where = callSearch({ status, code, patient, text: q });
+    const page = deps.journal.page({ ...filter, ...(where ? { where } : {}) });
+    const shown = view === "summary" ? page.calls.map(callSummary) : page.calls.map(callView);
+    return c.json({ calls: shown, next: page.next === null ? null : String(page.next) });
   });
+
+  // Server-sent events for the dashboard: calls, orders and scenario reloads as they happen.
+  admin.get("/events", (c) =>
+    c.body(deps.live.stream(), 200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      // Proxies such as nginx would otherwise hold events back in their buffers.
+      "x-accel-buffering": "no",
+    }),
+  );
 
   admin.get("/calls/export", (c) => {
     const format = c.req.query("format") ?? "ndjson";
+    const id = c.req.query("id");
+    const one = id === undefined ? undefined : deps.journal.get(id);
+    if (id !== undefined && !one) return unknownCall(id);
     if (format === "scenario") {
-      // The in-memory journal as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
+      // The in-memory journal (or one call of it) as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
       const exporter = new ScenarioExporter();
-      for (const call of deps.journal.list()) exporter.add(callView(call));
-      const from = `the in-memory journal of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario)`;
+      for (const call of one ? [one] : deps.journal.list()) exporter.add(callView(call));
+      const what = one ? `call ${one.id} of the in-memory journal` : "the in-memory journal";
+      const from = `${what} of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario${one ? `&id=${one.id}` : ""})`;
       return c.body(exporter.toYaml({ from, at: deps.now() }), 200, {
         "content-type": "application/yaml; charset=utf-8",
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    const calls = deps.journal.list();
+    const calls = one ? [one] : deps.journal.list();
     const encoder = new TextEncoder();
     let i = 0;
     // One line per call, produced as the client reads, so a full journal is never one big string.
@@ -188,14 +287,41 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.get("/calls/:id", (c) => {
     const call = deps.journal.get(c.req.param("id"));
-    if (!call)
-      return problem(
-        404,
-        `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
-        "not-found",
-      );
-    // The explanation only here, computed when asked: listing calls stays cheap, and the request path records only a trace.
-    return c.json({ ...callView(call), explanation: explainCall(call, deps.basePath) });
+    if (!call) return unknownCall(c.req.param("id"));
+    // The explanation and the issues' places only here, computed when asked: listing calls stays cheap, and the
+    // request path records only a trace.
+    return c.json({
+      ...callView(call),
+      explanation: explainCall(call, deps.basePath),
+      issues: issuesOfCall(call),
+    });
+  });
+
+  admin.post("/calls/:id/resend", async (c) => {
+    const call = deps.journal.get(c.req.param("id"));
+    if (!call) return unknownCall(c.req.param("id"));
+    if (call.direction !== "inbound")
+      return problem(400, `Call ${call.id} is a push the sandbox sent; only inbound calls can be sent again.`);
+    const body = await jsonBody(c, deps.maxBody);
+    if (!body.ok) return body.response;
+    const options = resendOptions.safeParse(body.value);
+    if (!options.success) return problem(400, `Bad resend options: ${describeZod(options.error)}.`);
+    const answer = await deps.resend(resendRequest(call, options.data.newMessageId ? deps.newId() : undefined));
+    const callId = answer.headers.get("x-sandbox-call-id");
+    return c.json({ callId, status: answer.status }, 201);
+  });
+
+  admin.get("/patients", (c) => {
+    const query = patientQuery.safeParse(c.req.query());
+    if (!query.success) return problem(400, `Bad patient query: ${describeZod(query.error)}.`);
+    const { q, limit = 100 } = query.data;
+    const needle = q?.toLowerCase();
+    // Most recently met first: the ones a person is looking at are usually the ones just used.
+    const all = deps.store.patients().reverse();
+    const haystack = (p: PatientSummary) =>
+      JSON.stringify([p.id, p.identifier.map((i) => i.value), p.name, p.birthDate]).toLowerCase();
+    const found = needle ? all.filter((p) => haystack(p).includes(needle)) : all;
+    return c.json({ patients: found.slice(0, limit), total: found.length });
   });
 
   admin.get("/patients/:key", (c) => {
@@ -255,11 +381,12 @@ export function adminRoutes(deps: AdminDeps): Hono {
         headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
         source: p.source,
         subscriptionId: p.subscription?.id ?? null,
+        lastDelivery: p.endpoint === undefined ? null : lastDelivery(deps.journal, p.endpoint),
       })),
     }),
   );
 
-  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody });
+  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody, allocation: deps.allocation });
 
   admin.post("/reset", (c) => {
     deps.reset();

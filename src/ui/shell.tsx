@@ -1,0 +1,88 @@
+import type { FC } from "hono/jsx";
+import { UI_PAGES, type UiPage } from "./pages.js";
+
+export interface ShellProps {
+  page: UiPage;
+  /** The route parameter (a call id, an order id, a patient key), if the page has one. */
+  param: string | undefined;
+  /** Relative URL of /__admin/ui/ from this page ("./" or "../"): links and API calls work under any prefix. */
+  root: string;
+  /** The admin API needs a token: the client asks for it before it fetches anything. */
+  tokenRequired: boolean;
+  version: string;
+}
+
+/**
+ * A dashboard page as the server sends it: the frame (navigation, heading)
+ * and an empty region the client script fills with data it fetches with the
+ * token. Nothing here comes from the sandbox's state, so it needs no token.
+ */
+export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, version }) => {
+  const title = page.title.replace("{param}", param ?? "");
+  return (
+    <html lang="en">
+      <head>
+        <meta charset="utf-8" />
+        <meta name="viewport" content="width=device-width, initial-scale=1" />
+        {/* No /favicon.ico request: it would be recorded as a call to the exchange. */}
+        <link rel="icon" href="data:," />
+        <title>{`${title} · uae-fhir-sandbox`}</title>
+        <link rel="stylesheet" href={`${root}assets/dashboard.css`} />
+        <script type="module" src={`${root}assets/dashboard.js`} />
+      </head>
+      <body data-page={page.id} data-param={param} data-root={root} data-token={tokenRequired ? "required" : "none"}>
+        <a class="skip-link" href="#main">
+          Skip to content
+        </a>
+        <header class="top">
+          <p class="brand">
+            <a href={root}>uae-fhir-sandbox</a> <span class="version">{version}</span>
+          </p>
+          <nav aria-label="Dashboard">
+            <ul>
+              {UI_PAGES.filter((p) => p.nav).map((p) => (
+                <li>
+                  <a href={`${root}${p.route}`} aria-current={p.id === page.section ? "page" : undefined}>
+                    {p.nav}
+                  </a>
+                </li>
+              ))}
+            </ul>
+          </nav>
+          <div id="session" class="session" />
+        </header>
+        <main id="main" tabindex={-1}>
+          <h1>{title}</h1>
+          <div id="page" aria-live="off">
+            <p>Loading…</p>
+            <noscript>
+              <p>The dashboard needs JavaScript. The same data is in the admin API: see the README.</p>
+            </noscript>
+          </div>
+        </main>
+      </body>
+    </html>
+  );
+};
+
+/** An address under /__admin/ui/ that is no page. */
+export const NotFound: FC<{ root: string }> = ({ root }) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <meta name="viewport" content="width=device-width, initial-scale=1" />
+      {/* No /favicon.ico request: it would be recorded as a call to the exchange. */}
+      <link rel="icon" href="data:," />
+      <title>Not found · uae-fhir-sandbox</title>
+      <link rel="stylesheet" href={`${root}assets/dashboard.css`} />
+    </head>
+    <body>
+      <main id="main">
+        <h1>No such dashboard page</h1>
+        <p>
+          <a href={root}>Go to the dashboard</a>.
+        </p>
+      </main>
+    </body>
+  </html>
+);
