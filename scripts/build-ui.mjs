@@ -3,10 +3,12 @@
 //
 //   dist/ui/assets/dashboard.js    src/ui/client/main.tsx and what it imports (hono/jsx/dom), minified
 //   dist/ui/assets/dashboard.css   src/ui/client/dashboard.css
+//   dist/ui/assets/docs/           the README and docs/ as HTML pages (scripts/render-docs.mjs)
 //
 // `node scripts/build-ui.mjs OUTDIR` writes them to another folder (a server bundle keeps its assets beside it).
 import { copyFileSync, mkdirSync } from "node:fs";
 import { build } from "esbuild";
+import { renderDocs } from "./render-docs.mjs";
 
 const ROOT = new URL("../", import.meta.url);
 const out = process.argv[2] ? new URL(`${process.argv[2].replace(/\/?$/, "/")}`, `file://${process.cwd()}/`) : new URL("dist/ui/assets/", ROOT);
@@ -27,3 +29,4 @@ await build({
   logLevel: "warning",
 });
 copyFileSync(new URL("src/ui/client/dashboard.css", ROOT), new URL("dashboard.css", out));
+renderDocs(ROOT, new URL("docs/", out));

@@ -54,6 +54,8 @@ export class LiveEvents {
     const encoder = new TextEncoder();
     let queue: Uint8Array[] = [];
     let queued = 0;
+    /** Events dropped since the client last read: told as one `overflow` event before what follows. */
+    let dropped = 0;
     let ended = false;
     let wake: (() => void) | undefined;
     let heartbeat: NodeJS.Timeout | undefined;
@@ -62,14 +64,13 @@ export class LiveEvents {
       if (ended) return;
       const bytes = encoder.encode(text);
       if (queued + bytes.length > settings.maxQueuedBytes) {
-        // A client this far behind re-reads the journal instead: drop what it has not read, tell it so.
-        const dropped = queue.length + 1;
-        queue = [encoder.encode(frame("overflow", { dropped }))];
-        queued = queue[0]?.length ?? 0;
-      } else {
-        queue.push(bytes);
-        queued += bytes.length;
+        // A client this far behind fetches again instead: drop what it has not read (keep the newest), tell it so.
+        dropped += queue.length;
+        queue = [];
+        queued = 0;
       }
+      queue.push(bytes);
+      queued += bytes.length;
       wake?.();
     };
     const onCall = (call: CallRecord) => enqueue(frame("call", callSummary(call), call.id));
@@ -104,6 +105,10 @@ export class LiveEvents {
         pull: async (controller) => {
           while (queue.length === 0 && !ended) await new Promise<void>((resolve) => (wake = resolve));
           wake = undefined;
+          if (dropped > 0) {
+            controller.enqueue(encoder.encode(frame("overflow", { dropped })));
+            dropped = 0;
+          }
           if (queue.length > 0) {
             const chunk = concat(queue, queued);
             queue = [];

@@ -40,7 +40,8 @@ Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events, scenarios, pharmacies, orders, patients, reset)
+Dashboard: /__admin/ui/ (in a browser; GET / links it)
 Docs: README.md`;
 
 export interface CliIo {
@@ -147,6 +148,7 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
   io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
   io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
   io.out(`  admin:    ${running.url}/__admin/health`);
+  io.out(`  dashboard: ${running.url}/__admin/ui/`);
   return new Promise((resolve) => {
     const stop = (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);

@@ -47,6 +47,9 @@ export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, versio
                   </a>
                 </li>
               ))}
+              <li>
+                <a href={`${root}docs/`}>Docs</a>
+              </li>
             </ul>
           </nav>
           <div id="session" class="session" />

@@ -36,8 +36,8 @@ export function uiRoutes(options: UiOptions): Hono {
   // /__admin/ui → /__admin/ui/: relative links resolve against the folder. A relative Location keeps any prefix.
   ui.get("/", (c) => (new URL(c.req.url).pathname.endsWith("/") ? page(c, pageFor("")) : c.redirect("ui/", 308)));
 
-  ui.get("/assets/:name", (c) => {
-    const found = asset(c.req.param("name"));
+  const serve = (c: Context, name: string) => {
+    const found = asset(name);
     if (!found) return c.text("No such dashboard asset (the dashboard is built by npm run build).", 404);
     if (c.req.header("if-none-match") === found.etag) return c.body(null, 304, { etag: found.etag });
     return c.body(found.body, 200, {
@@ -45,8 +45,14 @@ export function uiRoutes(options: UiOptions): Hono {
       etag: found.etag,
       "cache-control": "no-cache",
       "x-content-type-options": "nosniff",
+      ...(found.type.startsWith("text/html") ? { "content-security-policy": CSP } : {}),
     });
-  });
+  };
+  ui.get("/assets/:name", (c) => serve(c, c.req.param("name")));
+  // The README and guides, rendered at build time (scripts/render-docs.mjs).
+  ui.get("/docs", (c) => c.redirect("docs/", 308));
+  ui.get("/docs/images/:file", (c) => serve(c, `docs/images/${c.req.param("file")}`));
+  ui.get("/docs/:name{.*}", (c) => serve(c, `docs/${c.req.param("name") || "index"}.html`));
 
   for (const p of UI_PAGES) if (p.route !== "") ui.get(`/${p.route}`, (c) => page(c, p));
   // /__admin/ui/ itself (the calls), and nothing else: an unknown page is a 404 that leads back.

@@ -4,16 +4,16 @@
  * a fill and the word "current" — and said in the image's description.
  */
 const STATES = {
-  open: { x: 20, y: 90 },
-  allocated: { x: 230, y: 90 },
-  dispensed: { x: 440, y: 90 },
-  cancelled: { x: 230, y: 10 },
-  expired: { x: 230, y: 170 },
+  open: { x: 10, y: 90 },
+  allocated: { x: 245, y: 90 },
+  dispensed: { x: 480, y: 90 },
+  cancelled: { x: 245, y: 10 },
+  expired: { x: 245, y: 170 },
 } as const;
 
 type State = keyof typeof STATES;
 
-const W = 120;
+const W = 110;
 const H = 40;
 
 /** Transitions: what moves an order from one state to the next. */
@@ -43,7 +43,7 @@ export function OrderStateDiagram({ state }: { state: string }) {
   const description = `Current state: ${state}. An order starts open; it is allocated to a pharmacy, then dispensed; an open order expires at its deadline when nothing is allocated; an open or allocated order can be cancelled.`;
   return (
     <figure class="diagram">
-      <svg viewBox="0 0 580 220" role="img" aria-labelledby="diagram-title diagram-desc" class="state-diagram">
+      <svg viewBox="0 0 600 220" role="img" aria-labelledby="diagram-title diagram-desc" class="state-diagram">
         <title id="diagram-title">Order state diagram</title>
         <desc id="diagram-desc">{description}</desc>
         <defs>
@@ -56,7 +56,12 @@ export function OrderStateDiagram({ state }: { state: string }) {
           return (
             <g class="edge">
               <line x1={e.x1} y1={e.y1} x2={e.x2} y2={e.y2} marker-end="url(#arrow)" />
-              <text x={(e.x1 + e.x2) / 2 + 4} y={(e.y1 + e.y2) / 2 - 4}>
+              {/* Above a horizontal arrow, beside any other. */}
+              <text
+                x={(e.x1 + e.x2) / 2 + (e.y1 === e.y2 ? 0 : 6)}
+                y={(e.y1 + e.y2) / 2 - 6}
+                text-anchor={e.y1 === e.y2 ? "middle" : "start"}
+              >
                 {label}
               </text>
             </g>

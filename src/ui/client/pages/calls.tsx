@@ -36,8 +36,8 @@ function FilterForm({ filters, onApply }: { filters: Filters; onApply: (filters:
   };
   const names = [...(ops.data?.operations.map((o) => o.id) ?? []), ...(ops.data?.pushes.map((p) => p.id) ?? [])];
   return (
-    <search>
-      <form aria-label="Filter calls" class="filters" onSubmit={submit} onChange={changed}>
+    <search aria-label="Filter calls">
+      <form class="filters" onSubmit={submit} onChange={changed}>
         <label>
           Operation
           <select name="operation" value={filters.operation}>

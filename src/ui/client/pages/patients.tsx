@@ -40,8 +40,8 @@ export function PatientsPage() {
   };
   return (
     <>
-      <search>
-        <form aria-label="Find a patient" class="filters" onSubmit={search}>
+      <search aria-label="Find a patient">
+        <form class="filters" onSubmit={search}>
           <label>
             Identifier, name or id
             <input type="search" name="q" value={q} />
