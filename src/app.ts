@@ -1,8 +1,12 @@
 import { randomUUID } from "node:crypto";
+import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { LiveEvents } from "./admin/live-events.js";
+import { createAuth } from "./auth/auth.js";
+import { DEFAULT_WORKSPACE } from "./auth/workspace-name.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
+import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
@@ -15,7 +19,7 @@ import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { Journal } from "./journal/journal.js";
-import { JournalFile, nextIdAfter } from "./journal/journal-file.js";
+import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
 import { OrderWorkflow } from "./orders/order-workflow.js";
 import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
@@ -50,6 +54,8 @@ export interface SandboxDeps {
   logger: Logger;
   /** Handlers that replace built-in ones, by operation id. */
   handlers: HandlerTable;
+  /** fs.watch, for the scenarios folder (`--watch`). */
+  fsWatch: typeof watch;
 }
 
 export const defaultDeps = (): SandboxDeps => ({
@@ -64,6 +70,7 @@ export const defaultDeps = (): SandboxDeps => ({
     error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
   },
   handlers: {},
+  fsWatch: watch,
 });
 
 /** Most processed answers remembered for resent message ids. */
@@ -87,10 +94,34 @@ export interface SandboxApp {
   orders: OrderWorkflow;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  /** The URL pushes name as their source, unless --public-url fixed it (the server sets it once listening). */
-  setPublicUrl(url: string): void;
-  /** Stops watching the scenarios folder, scheduled pushes and order timers. */
+  /**
+   * Told by the server once it listens: its URL (which pushes name as their source, unless
+   * --public-url fixed it) and its limits (shown by GET /__admin/health).
+   */
+  served(server: { url: string; limits: ServerLimits }): void;
+  logger: Logger;
+  /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
+  endStreams(): void;
+  /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
   close(): void;
+}
+
+/** Simulated OAuth2 when --auth oauth2 (CONTRACT §13), with the scopes the catalogue uses. */
+function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: SandboxDeps) {
+  if (options.auth !== "oauth2") return undefined;
+  if (!options.clientsFile) throw new Error("auth oauth2 needs a clients file (--clients FILE)");
+  return createAuth(
+    {
+      clientsFile: options.clientsFile,
+      tokenTtlMs: options.tokenTtlMs,
+      tokenKeyFile: options.tokenKeyFile,
+      publicUrl: options.publicUrl,
+      basePath: options.basePath,
+      maxBody: options.maxBody,
+      scopes: [...new Set(catalogue.operations.map((op) => op.scope))],
+    },
+    deps,
+  );
 }
 
 /**
@@ -111,14 +142,8 @@ export function createApp(
   const startedAt = deps.now();
 
   const events = new SandboxEvents();
-  const journal = new Journal(
-    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
-    events,
-    options.journalFile ? nextIdAfter(options.journalFile) : 1,
-    new Redaction(options.redactHeaders),
-  );
-  const journalFile = options.journalFile ? new JournalFile(options.journalFile, events) : undefined;
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
+  const auth = oauth2(options, catalogue, deps);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
   const store = new SandboxStore({
@@ -141,15 +166,32 @@ export function createApp(
           );
         events.emit("scenarios:loaded", { ok, problems });
       },
+      onWatchError: (message) => deps.logger.error(message),
     },
+    fsWatch: deps.fsWatch,
   });
   const loaded = scenarios.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  // Opened once nothing else can fail to start, so a refused start leaves no file open.
+  const journalFile = options.journalFile
+    ? new JournalFile(options.journalFile, {
+        events,
+        highestIdIssued: (): number => journal.highestIdIssued,
+        warn: (message) => deps.logger.error(message),
+      })
+    : undefined;
+  const journal = new Journal(
+    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
+    events,
+    journalFile?.nextId ?? 1,
+    new Redaction(options.redactHeaders),
+  );
   const fixturesOf = (list: readonly LoadedScenario[]) =>
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
+  let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
     {
       timeoutMs: options.pushTimeoutMs,
@@ -220,11 +262,13 @@ export function createApp(
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
+      ...(auth ? { workspaceAdminToken: auth.workspaceAdminToken } : {}),
       version: VERSION,
       startedAt,
       now: deps.now,
       newId: deps.newId,
       reset,
+      health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
       live,
       resend: async (request) => app.fetch(request),
       pushes: () => dispatcher.stats(),
@@ -236,7 +280,7 @@ export function createApp(
     landingPage(c, {
       basePath: options.basePath,
       version: VERSION,
-      tokenRequired: options.adminToken !== undefined,
+      tokenRequired: options.adminToken !== undefined || auth?.workspaceAdminToken(DEFAULT_WORKSPACE) !== undefined,
     }),
   );
   const record = recordCalls({
@@ -246,8 +290,14 @@ export function createApp(
     reserveId: () => journal.reserveId(),
   });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
-  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch);
-  mountCapabilityRoutes(app, { basePath: options.basePath, catalogue, publishedAt: startedAt });
+  auth?.mount(app);
+  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch, auth?.authenticate);
+  mountCapabilityRoutes(app, {
+    basePath: options.basePath,
+    catalogue,
+    publishedAt: startedAt,
+    ...(auth ? { tokenEndpoint: (url: string) => auth.endpoints(url).tokenEndpoint } : {}),
+  });
 
   app.notFound((c) =>
     outcomeResponse(c, 404, [
@@ -283,15 +333,19 @@ export function createApp(
     orders: workflow,
     reset,
     applyFixtures: fixturesOf,
-    setPublicUrl: (url: string) => {
-      if (options.publicUrl === undefined) publicUrl = url;
+    served: (server) => {
+      if (options.publicUrl === undefined) publicUrl = server.url;
+      serverLimits = server.limits;
     },
+    logger: deps.logger,
+    endStreams: () => live.close(),
     close: () => {
       live.close();
-      journalFile?.close();
       stopWatching();
       pushes.stop();
       workflow.clear();
+      // Last: whatever ended before this is written.
+      journalFile?.close();
     },
   };
 }

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { createApp, type SandboxApp, type SandboxDeps } from "./app.js";
 import type { SandboxOptions } from "./config/options.js";
+import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
@@ -16,9 +17,14 @@ export interface SandboxInit extends Partial<SandboxOptions> {
   port?: number;
   /** Interface to bind (default 127.0.0.1). */
   host?: string;
+  /** Server timeouts, connection cap and shutdown grace (default the CLI's, but a 1 s shutdown grace). */
+  limits?: Partial<ServerLimits>;
   /** Replace time, ids, randomness, outbound fetch or logging. */
   deps?: Partial<SandboxDeps>;
 }
+
+/** A test suite's close() should not wait long for a call it abandoned. */
+const EMBEDDED_SHUTDOWN_GRACE_MS = 1000;
 
 export type CallView = ReturnType<typeof callView>;
 
@@ -38,7 +44,10 @@ export interface Sandbox {
   reset(): void;
   /** Adds scenario rules (a YAML/JSON document, or its object form) ahead of the folder's; returns their ids. */
   addRules(scenario: string | object): string[];
-  /** Stops the server (if any), timers and watchers; pending waitFor calls resolve. Safe to call twice. */
+  /**
+   * Stops accepting connections, lets calls in flight finish (up to the shutdown grace), then stops timers and
+   * watchers and closes the journal file; pending waitFor calls resolve at once. Safe to call twice.
+   */
   close(): Promise<void>;
   /** The parts underneath, for what the handle does not cover. */
   internals: SandboxApp;
@@ -62,16 +71,19 @@ function compiled(expectation: Expectation, names: OperationNames) {
  *   await sandbox.close();
  */
 export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
-  const { listen = true, port = 0, host = "127.0.0.1", deps, ...options } = init;
+  const { listen = true, port = 0, host = "127.0.0.1", limits, deps, ...options } = init;
   const internals = createApp(options, deps);
   // A port in use rejects here: stop what createApp started (watcher, scheduled pushes) before passing it on.
   const running = listen
-    ? await startServer(internals, { port, host }).catch((error: unknown) => {
+    ? await startServer(internals, {
+        port,
+        host,
+        limits: { shutdownGraceMs: EMBEDDED_SHUTDOWN_GRACE_MS, ...limits },
+      }).catch((error: unknown) => {
         internals.close();
         throw error;
       })
     : undefined;
-  if (running) internals.setPublicUrl(running.url);
   const { journal, events, scenarios } = internals;
   const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
@@ -101,10 +113,11 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     },
     close() {
       // Idempotent: afterAll hooks and error paths may both close.
+      // As the CLI stops: no new connections, calls in flight finish (and are journaled), then the rest.
       closed ??= (async () => {
         closing.abort();
+        await running?.close();
         internals.close();
-        await running?.close(1000);
       })();
       return closed;
     },

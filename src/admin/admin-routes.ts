@@ -1,18 +1,21 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import { DEFAULT_WORKSPACE } from "../auth/workspace-name.js";
+import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
 import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
-import { readBody } from "../http/read-body.js";
+import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import { callSearch } from "../journal/call-search.js";
 import { callSummary } from "../journal/call-summary.js";
 import { callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
+import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
@@ -45,6 +48,8 @@ export interface AdminDeps {
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
+  /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
+  workspaceAdminToken?(workspace: string): string | undefined;
   version: string;
   startedAt: Date;
   now(): Date;
@@ -58,18 +63,26 @@ export interface AdminDeps {
   /** Push deliveries under way (GET /__admin/health). */
   pushes(): PushStats;
   allocation: AllocationPolicy;
+  /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
+  health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
 
 function problem(
-  status: 400 | 404 | 413,
+  status: 400 | 404 | 408 | 413,
   diagnostics: string,
-  code: "invalid" | "not-found" | "too-long" = "invalid",
+  code: "invalid" | "not-found" | "too-long" | "timeout" = "invalid",
 ): Response {
   return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
     status,
     headers: { "content-type": FHIR_JSON },
   });
 }
+
+/** The answer to a body that was too large, or did not arrive in full. */
+const unreadBody = (read: Exclude<BodyRead, { ok: true }>): Response =>
+  read.tooLarge
+    ? problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long")
+    : problem(408, incompleteBody(read.error), "timeout");
 
 const callQuery = z
   .object({
@@ -104,11 +117,7 @@ async function jsonBody(
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
-  if (!read.ok)
-    return {
-      ok: false,
-      response: problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long"),
-    };
+  if (!read.ok) return { ok: false, response: unreadBody(read) };
   const parsed = parseJson(read.text === "" ? "{}" : read.text);
   if (!parsed.ok) return { ok: false, response: problem(400, `The body is not valid JSON: ${parsed.reason}.`) };
   return { ok: true, value: parsed.value };
@@ -153,10 +162,11 @@ function lastDelivery(journal: Journal, endpoint: string) {
 export function adminRoutes(deps: AdminDeps): Hono {
   const admin = new Hono();
   // Before the token check: the dashboard's pages and assets hold no data; what they fetch needs the token.
-  admin.route("/ui", uiRoutes({ tokenRequired: deps.adminToken !== undefined, version: deps.version }));
+  const tokenRequired = deps.adminToken !== undefined || deps.workspaceAdminToken?.(DEFAULT_WORKSPACE) !== undefined;
+  admin.route("/ui", uiRoutes({ tokenRequired, version: deps.version }));
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth(deps.adminToken));
+  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
@@ -180,6 +190,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       },
       pushes: deps.pushes(),
       liveClients: deps.live.open,
+      ...deps.health(),
     });
   });
 
@@ -188,6 +199,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
+        scope: op.scope,
         method: "POST",
         path: `${deps.basePath}${op.path}`,
         event: op.event,
@@ -356,7 +368,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.post("/scenarios", async (c) => {
     const read = await readBody(c.req.raw, deps.maxBody);
-    if (!read.ok) return problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long");
+    if (!read.ok) return unreadBody(read);
     const added = deps.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(

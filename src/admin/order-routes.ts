@@ -3,7 +3,7 @@ import { z } from "zod";
 import { parseJson } from "../envelope/json.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
-import { readBody } from "../http/read-body.js";
+import { incompleteBody, readBody } from "../http/read-body.js";
 import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
 import { orderView } from "../orders/order-view.js";
 import type { AllocationPolicy, OrderWorkflow } from "../orders/order-workflow.js";
@@ -29,7 +29,9 @@ export function mountOrderRoutes(
     if (!read.ok)
       return {
         ok: false as const,
-        response: outcome(413, [issue("too-long", `The body is larger than ${read.limit} bytes.`)]),
+        response: read.tooLarge
+          ? outcome(413, [issue("too-long", `The body is larger than ${read.limit} bytes.`)])
+          : outcome(408, [issue("timeout", incompleteBody(read.error))]),
       };
     const parsed = parseJson(read.text.trim() === "" ? "{}" : read.text);
     if (!parsed.ok)

@@ -1,4 +1,5 @@
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
+import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
 
 /** How a flag's text becomes a value. */
@@ -31,12 +32,45 @@ const flag = (name: string, kind: Kind, def: string | undefined, help: string): 
   help,
 });
 
+/** A default duration in whole seconds, as --help shows it ("5s"). */
+const seconds = (ms: number) => `${ms / 1000}s`;
+
 /** The serve command's flags, as one table: parsing, env vars and --help all come from it. */
 export const SERVE_FLAGS: readonly Flag[] = [
   flag("port", "port", "8080", "TCP port to listen on; 0 picks a free port"),
   flag("host", "string", undefined, "interface to bind, e.g. 127.0.0.1 (default: all interfaces)"),
   flag("base-path", "string", "", "prefix for the message paths, e.g. /sandbox"),
   flag("max-body", "size", "1mb", "largest request body, in bytes or with a kb/mb unit"),
+  flag(
+    "headers-timeout",
+    "duration",
+    seconds(DEFAULT_SERVER_LIMITS.headersTimeoutMs),
+    "longest a client may take to send a request's headers; then 408 and the connection closes",
+  ),
+  flag(
+    "request-timeout",
+    "duration",
+    seconds(DEFAULT_SERVER_LIMITS.requestTimeoutMs),
+    "longest a client may take to send a whole request, body included (not the time to answer it); then 408",
+  ),
+  flag(
+    "keep-alive-timeout",
+    "duration",
+    seconds(DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs),
+    "an idle keep-alive connection is closed after this (Node adds about 1 s)",
+  ),
+  flag(
+    "max-connections",
+    "integer",
+    String(DEFAULT_SERVER_LIMITS.maxConnections),
+    "connections open at once; further ones are closed as they arrive until one ends",
+  ),
+  flag(
+    "shutdown-grace",
+    "duration",
+    seconds(DEFAULT_SERVER_LIMITS.shutdownGraceMs),
+    "on SIGTERM/SIGINT, how long calls in flight may take to finish before they are cut off",
+  ),
   flag(
     "seed",
     "string",
@@ -96,7 +130,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
   flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
-  flag("public-url", "url", undefined, "the sandbox's URL as pharmacies see it (default: the listening URL)"),
+  flag(
+    "public-url",
+    "url",
+    undefined,
+    "the sandbox's URL as pharmacies and OAuth2 clients see it: pushes' source, token issuer (default: the listening URL)",
+  ),
   // Read by resolveServeConfig below but missing from the table, so --journal-file / --proxy were refused.
   flag(
     "journal-file",
@@ -116,11 +155,26 @@ export const SERVE_FLAGS: readonly Flag[] = [
     undefined,
     "comma-separated header names whose values are recorded as [redacted], besides Authorization, Proxy-Authorization, Cookie, Set-Cookie, X-Api-Key and the other defaults",
   ),
+  flag(
+    "auth",
+    { oneOf: ["off", "oauth2"] },
+    "off",
+    "oauth2: message paths need a bearer token from POST /oauth2/token",
+  ),
+  flag("clients", "string", undefined, "YAML clients file of --auth oauth2: ids, secrets or keys, scopes, workspaces"),
+  flag("token-ttl", "duration", "5m", "lifetime of access tokens (--auth oauth2), rounded up to whole seconds"),
+  flag(
+    "token-key",
+    "string",
+    undefined,
+    "PEM private key (RSA: RS256, P-256: ES256) that signs access tokens; default a new one per start",
+  ),
 ];
 
 export interface ServeConfig {
   port: number;
   host: string | undefined;
+  limits: ServerLimits;
   sandbox: SandboxOptions;
 }
 
@@ -225,9 +279,30 @@ export function resolveServeConfig(
 ): ServeConfig {
   const v: Record<string, string | number | boolean | undefined> = {};
   for (const f of SERVE_FLAGS) v[f.name] = resolveFlag(f.name, values, env);
+  const limits: ServerLimits = {
+    headersTimeoutMs: v["headers-timeout"] as number,
+    requestTimeoutMs: v["request-timeout"] as number,
+    keepAliveTimeoutMs: v["keep-alive-timeout"] as number,
+    maxConnections: v["max-connections"] as number,
+    shutdownGraceMs: v["shutdown-grace"] as number,
+  };
+  // Node refuses a server whose headers may take longer than the whole request.
+  if (limits.headersTimeoutMs > limits.requestTimeoutMs) {
+    throw new UsageError(
+      `--headers-timeout (${limits.headersTimeoutMs} ms) must not be longer than --request-timeout (${limits.requestTimeoutMs} ms)`,
+    );
+  }
+  if ((v.auth === "oauth2") !== (v.clients !== undefined && v.clients !== "")) {
+    throw new UsageError(
+      v.auth === "oauth2"
+        ? "--auth oauth2 needs --clients FILE (CLIENTS)"
+        : "--clients is read only with --auth oauth2 (AUTH)",
+    );
+  }
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
+    limits,
     sandbox: {
       basePath: v["base-path"] as string,
       maxBody: v["max-body"] as number,
@@ -255,6 +330,10 @@ export function resolveServeConfig(
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       proxy: (v.proxy as string | undefined) || undefined,
       redactHeaders: ((v["redact-header"] as string | undefined) ?? "").split(",").filter(Boolean),
+      auth: v.auth as SandboxOptions["auth"],
+      clientsFile: (v.clients as string | undefined) || undefined,
+      tokenTtlMs: v["token-ttl"] as number,
+      tokenKeyFile: (v["token-key"] as string | undefined) || undefined,
     },
   };
 }

@@ -3,6 +3,7 @@ import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createApp } from "../app.js";
+import { clientsJsonSchema } from "../auth/clients-file.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
@@ -23,7 +24,7 @@ Usage:
                                             under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
                                             (with an operations file: validate --operations FILE DIR)
-  uae-fhir-sandbox schema                   print the JSON Schema of scenario files
+  uae-fhir-sandbox schema [clients]         print the JSON Schema of scenario files (or of clients files)
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
@@ -42,6 +43,7 @@ ${flagsHelp()}
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
 Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events, scenarios, pharmacies, orders, patients, reset)
 Dashboard: /__admin/ui/ (in a browser; GET / links it)
+OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
 export interface CliIo {
@@ -118,8 +120,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     }
     return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
   }
-  if (command === "schema" && rest.length === 0) {
-    io.out(JSON.stringify(scenarioJsonSchema(), null, 2));
+  if (command === "schema" && rest.length <= 1 && ["scenarios", "clients", undefined].includes(rest[0])) {
+    io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));
     return 0;
   }
   if (command !== "serve" || rest.length > 0) {
@@ -143,22 +145,32 @@ async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): 
   const sandbox = createApp(config.sandbox, {
     logger: { info: io.out, error: (m, e) => io.err(e === undefined ? m : `${m}: ${String(e)}`) },
   });
-  const running = await startServer(sandbox, { port: config.port, host: config.host });
-  sandbox.setPublicUrl(running.url);
+  const running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits }).catch(
+    (error: unknown) => {
+      sandbox.close();
+      throw error;
+    },
+  );
   io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
   io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
   io.out(`  admin:    ${running.url}/__admin/health`);
   io.out(`  dashboard: ${running.url}/__admin/ui/`);
   return new Promise((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
+    // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
+    // A second signal is not caught: it ends the process at once.
+    const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
       io.out(`received ${signal}, shutting down`);
+      const { cutOff } = await running.close();
+      if (cutOff > 0) {
+        io.err(
+          `${cutOff} request(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
+        );
+      }
       sandbox.close();
-      running.close().then(() => {
-        io.out("stopped");
-        resolve(0);
-      });
+      io.out("stopped");
+      resolve(0);
     };
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);

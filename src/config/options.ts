@@ -52,6 +52,14 @@ export interface SandboxOptions {
   publicUrl: string | undefined;
   /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
   redactHeaders: string[];
+  /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
+  auth: "off" | "oauth2";
+  /** The OAuth2 clients (YAML); required with auth oauth2. */
+  clientsFile: string | undefined;
+  /** Lifetime of access tokens. */
+  tokenTtlMs: number;
+  /** PEM private key that signs access tokens; undefined: a fresh key at each start. */
+  tokenKeyFile: string | undefined;
 }
 
 export const DEFAULT_OPTIONS: SandboxOptions = {
@@ -82,6 +90,10 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalFile: undefined,
   proxy: undefined,
   redactHeaders: [],
+  auth: "off",
+  clientsFile: undefined,
+  tokenTtlMs: 5 * 60_000,
+  tokenKeyFile: undefined,
 };
 
 /** Normalises a base path: leading slash, no trailing slash, "" for none. */

@@ -31,8 +31,9 @@ export type Locate = (path: ReadonlyArray<string | number>, message: string) => 
 
 export type YamlRead<T> = { ok: true; value: T; locate: Locate } | { ok: false; problems: YamlProblem[] };
 
+/** `file:line:column: message`; a problem of the whole file or folder (line 0) is `file: message`. */
 export function formatProblem(p: YamlProblem): string {
-  return `${p.file}:${p.line}:${p.column}: ${p.message}`;
+  return p.line > 0 ? `${p.file}:${p.line}:${p.column}: ${p.message}` : `${p.file}: ${p.message}`;
 }
 
 /**

@@ -28,6 +28,25 @@ export interface CapabilityInput {
   messages: readonly PublishedMessage[];
   /** When this configuration was published: the sandbox's start. */
   date: string;
+  /** With --auth oauth2: where access tokens come from; the message paths then need one. */
+  tokenEndpoint?: string;
+}
+
+/** SMART's (v1) extension naming the OAuth2 endpoints; v2 clients read .well-known/smart-configuration instead. */
+const OAUTH_URIS = "http://fhir-registry.smarthealthit.org/StructureDefinition/oauth-uris";
+
+/** rest.security of a sandbox running --auth oauth2: SMART Backend Services style client credentials. */
+function security(tokenEndpoint: string): NonNullable<CapabilityStatement["rest"]>[number]["security"] {
+  return {
+    extension: [{ url: OAUTH_URIS, extension: [{ url: "token", valueUri: tokenEndpoint }] }],
+    service: [
+      {
+        coding: [{ system: "http://terminology.hl7.org/CodeSystem/restful-security-service", code: "SMART-on-FHIR" }],
+        text: "OAuth2 client credentials (SMART Backend Services)",
+      },
+    ],
+    description: `The message paths need \`Authorization: Bearer <access token>\`, from \`POST ${tokenEndpoint}\` (client-credentials grant; client_secret_basic, client_secret_post or private_key_jwt). Discovery: \`.well-known/smart-configuration\` under this FHIR base. Reading conformance resources needs no token.`,
+  };
 }
 
 /**
@@ -57,6 +76,7 @@ export function capabilityStatement(input: CapabilityInput): CapabilityStatement
     rest: [
       {
         mode: "server",
+        ...(input.tokenEndpoint ? { security: security(input.tokenEndpoint) } : {}),
         documentation:
           "Conformance resources that describe the messages (read, and search by `url` or with no parameter for all of a type), and $process-message on the message paths.",
         resource: [

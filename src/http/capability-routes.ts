@@ -6,7 +6,7 @@ import { publishedMessages } from "../fhir/message-definitions.js";
 import { issue } from "../fhir/outcome.js";
 import { PUSH_MESSAGES } from "../orders/push-messages.js";
 import type { Catalogue } from "../routing/catalogue.js";
-import { ALTERNATE_PATH, STANDARD_PATH } from "../routing/default-operations.js";
+import { FHIR_BASES } from "../routing/default-operations.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 
 export interface CapabilityRouteOptions {
@@ -14,10 +14,9 @@ export interface CapabilityRouteOptions {
   catalogue: Catalogue;
   /** When the sandbox started: the date of its CapabilityStatement and MessageDefinitions. */
   publishedAt: Date;
+  /** With --auth oauth2: the token endpoint URL as a request to `url` should be told it (rest.security). */
+  tokenEndpoint?(url: string): string;
 }
-
-/** The FHIR bases of the two message paths: each publishes the same capability (CONTRACT §12). */
-const FHIR_BASES = [STANDARD_PATH, ALTERNATE_PATH].map((path) => path.slice(0, path.lastIndexOf("/")));
 
 /**
  * Capability publication: `metadata`, `MessageDefinition` and
@@ -52,6 +51,7 @@ export function mountCapabilityRoutes(app: Hono<EdgeEnv>, options: CapabilityRou
         })),
         messages,
         date: options.publishedAt.toISOString(),
+        ...(options.tokenEndpoint ? { tokenEndpoint: options.tokenEndpoint(c.req.url) } : {}),
       });
       return fhirResponse(c, 200, statement);
     });

@@ -1,11 +1,12 @@
 import type { Hono } from "hono";
+import type { Access } from "../auth/bearer.js";
 import { issue } from "../fhir/outcome.js";
 import type { MessagePipeline } from "../pipeline/process-message.js";
 import { STANDARD_PATH } from "../routing/default-operations.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
-import { readBody } from "./read-body.js";
+import { incompleteBody, readBody } from "./read-body.js";
 
 export interface MessageRouteOptions {
   basePath: string;
@@ -27,6 +28,8 @@ export function mountMessageRoutes(
   options: MessageRouteOptions,
   pipeline: MessagePipeline,
   fetchImpl: typeof fetch,
+  /** With --auth oauth2: reads the request's bearer token. */
+  authenticate?: (authorization: string | undefined) => Promise<Access>,
 ): void {
   for (const path of paths) {
     app.all(`${options.basePath}${path}`, async (c) => {
@@ -44,6 +47,7 @@ export function mountMessageRoutes(
         );
       }
       const read = await readBody(c.req.raw, options.maxBody);
+      if (!read.ok && !read.tooLarge) return outcomeResponse(c, 408, [issue("timeout", incompleteBody(read.error))]);
       if (!read.ok) {
         return outcomeResponse(c, 413, [
           issue(
@@ -53,6 +57,7 @@ export function mountMessageRoutes(
         ]);
       }
       c.set("bodyText", read.text);
+      const access = authenticate ? await authenticate(c.req.header("authorization")) : undefined;
       const origin = new URL(c.req.url).origin;
       const answer = await pipeline({
         path,
@@ -61,6 +66,7 @@ export function mountMessageRoutes(
         endpoint: `${origin}${options.basePath}${path}`,
         fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
         call: c.get("call"),
+        ...(access ? { access } : {}),
       });
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);

@@ -1,4 +1,12 @@
-export type BodyRead = { ok: true; text: string } | { ok: false; tooLarge: true; limit: number };
+export type BodyRead =
+  | { ok: true; text: string }
+  | { ok: false; tooLarge: true; limit: number }
+  /** The body did not arrive in full: the client went away, or the server's request timeout ended it. */
+  | { ok: false; tooLarge: false; error: string };
+
+/** What an answer says of a body that did not arrive in full (Node has already answered the client 408). */
+export const incompleteBody = (error: string) =>
+  `The request body did not arrive in full (${error}): the client went away, or took longer to send it than the server's request timeout (--request-timeout).`;
 
 /**
  * Reads a stream as UTF-8 text, stopping (and cancelling the stream) as soon
@@ -32,6 +40,11 @@ export async function readCapped(
 export async function readBody(request: Request, limit: number): Promise<BodyRead> {
   const declared = Number(request.headers.get("content-length"));
   if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true, limit };
-  const read = await readCapped(request.body, limit);
-  return read.over ? { ok: false, tooLarge: true, limit } : { ok: true, text: read.text };
+  try {
+    const read = await readCapped(request.body, limit);
+    return read.over ? { ok: false, tooLarge: true, limit } : { ok: true, text: read.text };
+  } catch (error) {
+    // Not a sandbox bug: the request's stream was aborted under it.
+    return { ok: false, tooLarge: false, error: (error as Error).message };
+  }
 }

@@ -1,65 +1,202 @@
-import { closeSync, existsSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
+import { appendFileSync, closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import type { SandboxEvents } from "../events.js";
+import type { CallRecord } from "./call-record.js";
 import { callView } from "./call-view.js";
+import { type FileLine, linesFromEnd } from "./lines-from-end.js";
 
-/** How much of a journal file's end is read to find the last call id. */
-const TAIL_BYTES = 1024 * 1024;
+export interface JournalFileDeps {
+  events: SandboxEvents;
+  /** The highest call id handed out so far (Journal.highestIdIssued), written on every line. */
+  highestIdIssued(): number;
+  /** Warnings about the file: a repaired last line, failed writes. */
+  warn(message: string): void;
+  /** Writes bytes from `offset` at the file's end; returns how many it wrote. Default: fs.writeSync. */
+  write?(fd: number, bytes: Buffer, offset: number): number;
+}
 
-/** The id after the last call of an existing journal file, so ids stay unique across runs. */
-export function nextIdAfter(path: string): number {
-  if (!existsSync(path)) return 1;
-  const fd = openSync(path, "r");
+/** What GET /__admin/health shows of the file. */
+export interface JournalFileStatus {
+  path: string;
+  /** Calls that could not be written since the start (the in-memory journal has them). */
+  missingCalls: number;
+  /** Why writes are failing now; null while they succeed. */
+  error: string | null;
+}
+
+/** A line's call id and the highest id issued when it was written (absent on lines of older versions). */
+function idsOf(line: FileLine): { id: number; highestIdIssued: number } | undefined {
+  let value: unknown;
   try {
-    const size = fstatSync(fd).size;
-    const length = Math.min(size, TAIL_BYTES);
-    const buffer = Buffer.alloc(length);
-    readSync(fd, buffer, 0, length, size - length);
-    // Inbound calls take their id when they start and are written when they end, so the
-    // last line need not hold the highest id: continue after the highest in the tail.
-    let highest = 0;
-    for (const line of buffer.toString("utf8").split("\n")) {
-      try {
-        const id = Number((JSON.parse(line) as { id?: string }).id);
-        if (Number.isInteger(id) && id > highest) highest = id;
-      } catch {
-        // A cut-off first line of the tail, or a line from a crash: skip it.
-      }
-    }
-    return highest + 1;
-  } finally {
-    closeSync(fd);
+    value = JSON.parse(line.bytes.toString("utf8"));
+  } catch {
+    return undefined;
   }
+  if (typeof value !== "object" || value === null) return undefined;
+  const { id, highestIdIssued } = value as { id?: unknown; highestIdIssued?: unknown };
+  const number = (v: unknown) => (typeof v === "string" && /^\d+$/.test(v) ? Number(v) : Number.NaN);
+  if (!Number.isSafeInteger(number(id))) return undefined;
+  return { id: number(id), highestIdIssued: number(highestIdIssued) };
+}
+
+interface Resumed {
+  nextId: number;
+  /** A last line without its "\n" that is no JSON: cut off by a crash mid-write. */
+  cutOff: FileLine | undefined;
+  /** A complete last line that only lacks its "\n". */
+  unterminated: boolean;
+}
+
+/**
+ * Where numbering resumes in an existing file. Inbound calls take their id
+ * when they start and are written when they end, so the last line need not
+ * hold the highest id; each line therefore carries `highestIdIssued`, the
+ * highest id handed out when it was written. Every answer is sent after its
+ * own line is written, so no id a client saw is above the last line's
+ * `highestIdIssued`: numbering continues after it. Lines without it (older
+ * files) are read back to the start for their highest id.
+ */
+function resume(fd: number): Resumed {
+  const stat = fstatSync(fd);
+  // A device (/dev/full, /dev/null) or a pipe has no past lines to continue.
+  if (!stat.isFile() || stat.size === 0) return { nextId: 1, cutOff: undefined, unterminated: false };
+  let highest = 0;
+  let cutOff: FileLine | undefined;
+  let unterminated = false;
+  let last = true;
+  for (const line of linesFromEnd(fd, stat.size)) {
+    const ids = line.bytes.length > 0 ? idsOf(line) : undefined;
+    if (last && line.bytes.length > 0) {
+      if (ids) unterminated = true;
+      else if (!isJsonLine(line)) cutOff = line;
+    }
+    last = false;
+    if (!ids) continue;
+    highest = Math.max(highest, ids.id, Number.isSafeInteger(ids.highestIdIssued) ? ids.highestIdIssued : 0);
+    if (Number.isSafeInteger(ids.highestIdIssued)) break;
+  }
+  return { nextId: highest + 1, cutOff, unterminated };
+}
+
+function isJsonLine(line: FileLine): boolean {
+  try {
+    JSON.parse(line.bytes.toString("utf8"));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function describeError(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  return message ?? code ?? String(error);
 }
 
 /**
  * `--journal-file`: appends each recorded call as one JSON line the moment
- * the journal stores it, with a synchronous write, so a crash loses at most
- * the call in flight. Redaction has already happened in the journal.
+ * the journal stores it, with a synchronous write that happens before the
+ * call's answer is sent: a crash loses only calls not yet answered.
+ * Redaction has already happened in the journal. A failed write (a full
+ * disk) never fails the call: it is warned about once, counted, and the
+ * count is reported when writes succeed again and at close.
  */
 export class JournalFile {
-  readonly #fd: number;
-  readonly #onRecorded: (record: Parameters<typeof callView>[0]) => void;
+  /** The id the journal hands out first: after every id of the file's past runs. */
+  readonly nextId: number;
+  #fd: number | undefined;
+  readonly #write: (fd: number, bytes: Buffer, offset: number) => number;
+  readonly #onRecorded = (record: CallRecord) => this.#append(record);
+  /** A failed write may have left part of a line: the next one starts on a fresh line. */
+  #partial = false;
+  #missingCalls = 0;
+  /** The current run of failed writes. */
+  #failing: { error: string; count: number; firstId: string; lastId: string } | undefined;
 
   constructor(
     readonly path: string,
-    private readonly events: SandboxEvents,
+    private readonly deps: JournalFileDeps,
   ) {
-    this.#fd = openSync(path, "a+");
-    // A crash mid-write can leave a cut-off last line: start on a fresh line, or the next call would be glued to it.
-    const size = fstatSync(this.#fd).size;
-    if (size > 0) {
-      const last = Buffer.alloc(1);
-      readSync(this.#fd, last, 0, 1, size - 1);
-      if (last[0] !== 0x0a) writeSync(this.#fd, "\n");
+    this.#write = deps.write ?? ((fd, bytes, offset) => writeSync(fd, bytes, offset));
+    const fd = openSync(path, "a+");
+    try {
+      const resumed = resume(fd);
+      this.nextId = resumed.nextId;
+      if (resumed.unterminated) writeSync(fd, "\n");
+      if (resumed.cutOff) this.#moveAside(fd, resumed.cutOff);
+    } catch (error) {
+      closeSync(fd);
+      throw error;
     }
-    this.#onRecorded = (record) => {
-      writeSync(this.#fd, `${JSON.stringify(callView(record))}\n`);
-    };
-    events.on("call:recorded", this.#onRecorded);
+    this.#fd = fd;
+    deps.events.on("call:recorded", this.#onRecorded);
   }
 
+  #moveAside(fd: number, line: FileLine): void {
+    const aside = `${this.path}.cut-off`;
+    appendFileSync(aside, Buffer.concat([line.bytes, Buffer.from("\n")]));
+    ftruncateSync(fd, line.start);
+    this.deps.warn(
+      `journal file ${this.path}: its last line was cut off (${line.bytes.length} bytes; the sandbox stopped in the middle of writing it, before that call was answered). Moved it to ${aside} and removed it from the file; call ids continue at ${this.nextId}.`,
+    );
+  }
+
+  #append(record: CallRecord): void {
+    const fd = this.#fd;
+    if (fd === undefined) return;
+    const { id, ...view } = callView(record);
+    const json = JSON.stringify({ id, highestIdIssued: String(this.deps.highestIdIssued()), ...view });
+    const line = Buffer.from(`${this.#partial ? "\n" : ""}${json}\n`);
+    let offset = 0;
+    try {
+      while (offset < line.length) offset += this.#write(fd, line, offset);
+    } catch (error) {
+      this.#partial ||= offset > 0;
+      this.#failed(record.id, describeError(error));
+      return;
+    }
+    this.#partial = false;
+    if (this.#failing) {
+      this.deps.warn(`journal file ${this.path}: writing again; ${this.#describeFailing()}`);
+      this.#failing = undefined;
+    }
+  }
+
+  #failed(id: string, error: string): void {
+    this.#missingCalls++;
+    if (this.#failing) {
+      this.#failing.count++;
+      this.#failing.lastId = id;
+      this.#failing.error = error;
+      return;
+    }
+    this.#failing = { error, count: 1, firstId: id, lastId: id };
+    this.deps.warn(
+      `journal file ${this.path}: could not write call ${id} (${error}). The sandbox keeps answering and keeps every call in memory (GET /__admin/calls); calls are missing from the file until a write succeeds again, and their count is logged then and at shutdown.`,
+    );
+  }
+
+  #describeFailing(): string {
+    const f = this.#failing;
+    if (!f) return "";
+    const ids = f.count === 1 ? `id ${f.firstId}` : `ids ${f.firstId} to ${f.lastId}`;
+    return `${f.count} call(s) could not be written and are missing from the file (${ids}; ${f.error})`;
+  }
+
+  status(): JournalFileStatus {
+    return { path: this.path, missingCalls: this.#missingCalls, error: this.#failing?.error ?? null };
+  }
+
+  /** Stops writing, flushes the file to disk and closes it. Safe to call twice. */
   close(): void {
-    this.events.off("call:recorded", this.#onRecorded);
-    closeSync(this.#fd);
+    const fd = this.#fd;
+    if (fd === undefined) return;
+    this.#fd = undefined;
+    this.deps.events.off("call:recorded", this.#onRecorded);
+    if (this.#failing) this.deps.warn(`journal file ${this.path}: at shutdown, ${this.#describeFailing()}`);
+    try {
+      fsyncSync(fd);
+    } catch {
+      // A device such as /dev/full cannot be synced; there is nothing more to keep.
+    }
+    closeSync(fd);
   }
 }

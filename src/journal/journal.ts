@@ -102,6 +102,11 @@ export class Journal {
     return String(this.#nextId++);
   }
 
+  /** The highest id handed out so far, to calls recorded or still in flight (0 before the first). */
+  get highestIdIssued(): number {
+    return this.#nextId - 1;
+  }
+
   #live(): number {
     return this.#calls.length - this.#start;
   }

@@ -1,4 +1,5 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
+import { type Access, authorize, type Refusal } from "../auth/bearer.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
 import { clientTargets } from "../fhir/client-targets.js";
@@ -28,6 +29,8 @@ export interface InboundMessage {
   fhirBase: string;
   /** The journal's call for this message (id and start), for naming it to a later reuse of its MessageHeader id. */
   call?: { id: string; at: Date };
+  /** With --auth oauth2: who the bearer token speaks for, or why there is none usable. */
+  access?: Access;
 }
 
 /** The answer to one message, with what the edge and the journal need to know about it. */
@@ -109,6 +112,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     options.proxy ? forward(found) : answer(status, operationOutcome(issues), found);
   // Recording from a real service: it judges bad messages too, so they are forwarded as well.
   const forward = (found: Partial<Answer>): Answer => ({ ...answer(0, undefined, found), ...found, forward: true });
+  // Never forwarded with --proxy: the sandbox is the one that holds the credentials.
+  const refused = (refusal: Refusal, found: Partial<Answer>): Answer => ({
+    ...answer(refusal.status, operationOutcome(refusal.issues), found),
+    headers: refusal.headers,
+  });
+
+  /** The operation and message id a message names, when they can be told: for the journal of a call refused unread. */
+  const named = (inbound: InboundMessage): Partial<Answer> => {
+    const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
+    const message = envelope.ok ? readMessage(envelope.bundle).message : undefined;
+    if (!message) return {};
+    const id = message.header.id;
+    const operation = routeMessage(message, deps.catalogue, inbound.path, options.basePath).operation;
+    return { operation: operation?.id ?? null, messageId: typeof id === "string" ? id : null };
+  };
 
   const factsOf = (inbound: InboundMessage, message: Message, operation: string, invalid = false): RequestFacts => {
     let keys: string[] | undefined;
@@ -139,6 +157,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
   });
 
   return async function processMessage(inbound: InboundMessage): Promise<Answer> {
+    // No usable token: a 401 before anything of the message counts (CONTRACT §13).
+    if (inbound.access && !inbound.access.ok) return refused(inbound.access.refusal, named(inbound));
+
     const mediaType = inbound.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
     // A missing Content-Type is read as JSON; a declared other type is refused.
     if (mediaType && !JSON_TYPES.has(mediaType)) {
@@ -165,6 +186,9 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const operation = routed.operation?.id ?? null;
     const issues = mergeIssues({ envelope: read.issues, operation: routed.issues }, checked.errors);
     if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
+    // A token without the operation's scope: 403, before the message's own problems.
+    const forbidden = inbound.access && routed.operation ? authorize(inbound.access, routed.operation) : undefined;
+    if (forbidden) return refused(forbidden, { operation, messageId });
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,

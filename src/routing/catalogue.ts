@@ -62,6 +62,10 @@ function compileOperation(spec: OperationSpec): Operation {
 
 const messagePath = z.string().regex(/^\/[^\s?#]*\$process-message$/, "a path such as /uae-fhir/r4/$process-message");
 const eventCode = z.string().regex(/^[^\s]+$/, "an event code without spaces");
+/** RFC 6749 §3.3 scope-token: printable ASCII but space, `"` and `\`. */
+export const scopeToken = z
+  .string()
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'a scope: printable ASCII without spaces, " or \\ (RFC 6749 §3.3)');
 
 /** Schema of an operations file: per operation id, what to change. */
 export const operationsFileSchema = z
@@ -73,6 +77,7 @@ export const operationsFileSchema = z
           event: eventCode.optional(),
           aliases: z.array(eventCode).optional(),
           path: messagePath.optional(),
+          scope: scopeToken.optional(),
         })
         .strict(),
     ),
@@ -88,6 +93,7 @@ type OperationsFile = z.infer<typeof operationsFileSchema>;
  *   # operations.yaml — mirror a staging environment's codes
  *   operations:
  *     add-allergy: { event: AllergyIntolerance-Create, aliases: [add-allergy] }
+ *     view-patient-profile: { scope: patient.read }
  */
 export function loadOperationsFile(file: string, base: readonly OperationSpec[] = DEFAULT_OPERATIONS): OperationSpec[] {
   // Unknown ids and clashing codes are checked while decoding, so the error names the file and line.
@@ -109,6 +115,7 @@ function applyChanges(value: OperationsFile, base: readonly OperationSpec[]): Op
       ...op,
       event: change.event ?? op.event,
       path: change.path ?? op.path,
+      scope: change.scope ?? op.scope,
       aliases: [...op.aliases, ...(change.aliases ?? [])],
     };
   });

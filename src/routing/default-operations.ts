@@ -6,6 +6,8 @@ import type { OperationSpec, Requirement } from "./operation.js";
 /** The two message-processing paths of the real service (CONTRACT §1). */
 export const STANDARD_PATH = "/uae-fhir/r4/$process-message";
 export const ALTERNATE_PATH = "/fhir/$process-message";
+/** The FHIR bases of the two message paths, e.g. /uae-fhir/r4: each publishes the sandbox's capability. */
+export const FHIR_BASES = [STANDARD_PATH, ALTERNATE_PATH].map((path) => path.slice(0, path.lastIndexOf("/")));
 
 const need = (
   fhirpath: string,
@@ -131,6 +133,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "view-patient-profile",
     area: "patient-profile",
+    scope: "patient-profile.read",
     path: STANDARD_PATH,
     event: "view-patient-profile",
     aliases: [],
@@ -142,6 +145,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "add-allergy",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "add-allergy",
     aliases: [],
@@ -153,6 +157,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "update-allergy",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "update-allergy",
     aliases: [],
@@ -167,6 +172,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "remove-allergy",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: ALTERNATE_PATH,
     event: "remove-allergy",
     aliases: [],
@@ -182,6 +188,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "add-history",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "add-history",
     aliases: [],
@@ -195,6 +202,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "update-history",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "update-history",
     aliases: [],
@@ -211,6 +219,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "remove-history",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "remove-history",
     aliases: [],
@@ -224,6 +233,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "add-measurement",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "add-measurement",
     aliases: [],
@@ -235,6 +245,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "update-measurement",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "update-measurement",
     aliases: [],
@@ -249,6 +260,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "remove-measurement",
     area: "patient-profile",
+    scope: "patient-profile.write",
     path: STANDARD_PATH,
     event: "remove-measurement",
     aliases: [],
@@ -259,6 +271,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "subscribe-order-notifications",
     area: "drug-orders",
+    scope: "drug-orders",
     path: STANDARD_PATH,
     event: "subscribe-order-notifications",
     aliases: [],
@@ -302,6 +315,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "confirm-drugs-availability",
     area: "drug-orders",
+    scope: "drug-orders",
     path: STANDARD_PATH,
     event: "confirm-drugs-availability",
     aliases: [],
@@ -334,6 +348,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "receive-allocation",
     area: "drug-orders",
+    scope: "drug-orders",
     path: STANDARD_PATH,
     event: "receive-allocation",
     aliases: [],
@@ -345,6 +360,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "send-dispense-summary",
     area: "drug-orders",
+    scope: "drug-orders",
     path: STANDARD_PATH,
     event: "send-dispense-summary",
     aliases: [],
@@ -382,6 +398,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "get-pending-tasks",
     area: "health-programs",
+    scope: "health-programs",
     path: STANDARD_PATH,
     event: "get-pending-tasks",
     aliases: [],
@@ -393,6 +410,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "add-task",
     area: "health-programs",
+    scope: "health-programs",
     path: STANDARD_PATH,
     event: "add-task",
     aliases: [],
@@ -403,6 +421,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "update-task",
     area: "health-programs",
+    scope: "health-programs",
     path: STANDARD_PATH,
     event: "update-task",
     aliases: [],
@@ -423,6 +442,7 @@ export const DEFAULT_OPERATIONS: readonly OperationSpec[] = [
   {
     id: "cancel-task",
     area: "health-programs",
+    scope: "health-programs",
     path: STANDARD_PATH,
     event: "cancel-task",
     aliases: [],

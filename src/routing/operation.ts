@@ -18,6 +18,11 @@ export interface Requirement {
 export interface OperationSpec {
   id: string;
   area: Area;
+  /**
+   * The OAuth2 scope a caller's access token must hold to send this operation (with --auth oauth2):
+   * `patient-profile.read`, `patient-profile.write`, `drug-orders` or `health-programs` by default.
+   */
+  scope: string;
   /** Message-processing path, without the configurable base path. */
   path: string;
   /** The default event code (MessageHeader.eventCoding.code). */

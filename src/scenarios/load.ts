@@ -198,10 +198,19 @@ export function loadScenarioFiles(files: readonly string[], root: string, option
   return problems.length > 0 ? { ok: false, problems, scenarios } : { ok: true, scenarios };
 }
 
-/** Loads every scenario file under a folder (none when the folder does not exist). */
+/** Loads every scenario file under a folder, or the file it names (none when nothing is there). */
 export function loadScenarioFolder(dir: string, options: LoadOptions = {}): ScenarioLoad {
   if (!existsSync(dir)) return { ok: true, scenarios: [] };
-  return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".", options);
+  try {
+    return loadScenarioFiles(scenarioFiles(dir), statSync(dir).isDirectory() ? dir : ".", options);
+  } catch (error) {
+    // Files deleted or moved while being read: a problem of this load, not a crash; their next change reloads.
+    return {
+      ok: false,
+      problems: [{ file: dir, line: 0, column: 0, message: `could not be read: ${(error as Error).message}` }],
+      scenarios: [],
+    };
+  }
 }
 
 /**

@@ -1,10 +1,10 @@
-import { existsSync, type FSWatcher, readdirSync, statSync, watch } from "node:fs";
-import { join } from "node:path";
+import { watch as fsWatch, type Stats, statSync } from "node:fs";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
-import { type LoadedScenario, loadScenarioFolder, loadScenarioText } from "./load.js";
+import { type LoadedScenario, loadScenarioFolder, loadScenarioText, type ScenarioLoad } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+import { watchPath } from "./watch-path.js";
 
 /**
  * What a decision leaves behind so that it can be explained later (GET
@@ -33,6 +33,8 @@ export interface Scripted {
 export interface ScenarioEvents {
   /** The folder was (re)loaded; `problems` is empty when the new set is serving. */
   onLoad(result: { ok: boolean; problems: YamlProblem[] }): void;
+  /** Watching for changes failed somewhere: changes there are not picked up. */
+  onWatchError(message: string): void;
 }
 
 interface Counter {
@@ -53,6 +55,8 @@ export class Scenarios {
   #problems: YamlProblem[] = [];
   #loadedAt: Date | undefined;
   #runtimeCount = 0;
+  /** What the last successful load read: a folder, a file, or nothing (it did not exist). */
+  #loadedFrom: "folder" | "file" | undefined;
 
   constructor(
     readonly folder: string | undefined,
@@ -63,6 +67,8 @@ export class Scenarios {
       operations?: OperationNames;
       /** Largest scenario document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
       maxFileBytes?: number;
+      /** fs.watch, replaceable in tests. */
+      fsWatch?: typeof fsWatch;
     },
   ) {}
 
@@ -73,14 +79,34 @@ export class Scenarios {
     };
   }
 
-  /** Loads the folder; on problems the previous set keeps serving. */
+  /**
+   * Loads the folder; on problems the previous set keeps serving. A folder
+   * (or file) missing at start means none; one that goes away after it was
+   * loaded is a problem, so that what it held keeps serving until it is back.
+   */
   reload(): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
-    const load = loadScenarioFolder(this.folder, this.#loadOptions());
+    const present = statOf(this.folder);
+    const load: ScenarioLoad =
+      !present && this.#loadedFrom
+        ? {
+            ok: false,
+            problems: [
+              {
+                file: this.folder,
+                line: 0,
+                column: 0,
+                message: `the scenarios ${this.#loadedFrom} is gone; the rules loaded before keep serving, and it is loaded again when it is back`,
+              },
+            ],
+            scenarios: [],
+          }
+        : loadScenarioFolder(this.folder, this.#loadOptions());
     const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
     if (load.ok) {
       this.#folder = load.scenarios;
       this.#loadedAt = this.deps.now();
+      this.#loadedFrom = present ? (present.isDirectory() ? "folder" : "file") : undefined;
       this.#rebuild();
     }
     this.#problems = result.problems;
@@ -198,57 +224,25 @@ export class Scenarios {
   }
 
   /**
-   * Reloads when a file under the folder changes (debounced, so an editor's
-   * save of several writes reloads once). One non-recursive watcher per
-   * folder, renewed on every reload: Node 20's recursive watch on Linux
-   * loses track of files replaced by rename, as editors and `sed -i` save.
-   * Returns a function that stops it.
+   * Reloads when the folder (or file) changes: a file added, changed or
+   * removed, a subfolder created, the folder itself deleted (the last set
+   * keeps serving) or restored. Returns a function that stops watching.
    */
   watch(debounceMs = 100): () => void {
-    const root = this.folder;
-    if (root === undefined || !existsSync(root) || !statSync(root).isDirectory()) return () => undefined;
-    let timer: NodeJS.Timeout | undefined;
-    let watchers: FSWatcher[] = [];
-    let stopped = false;
-    const changed = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        if (stopped) return;
-        this.reload();
-        rewatch();
-      }, debounceMs);
-    };
-    const rewatch = () => {
-      for (const w of watchers) w.close();
-      watchers = folders(root).flatMap((dir) => {
-        try {
-          const w = watch(dir, changed);
-          w.on("error", () => undefined);
-          return [w];
-        } catch {
-          return [];
-        }
-      });
-    };
-    rewatch();
-    return () => {
-      stopped = true;
-      clearTimeout(timer);
-      for (const w of watchers) w.close();
-    };
+    if (this.folder === undefined) return () => undefined;
+    return watchPath(
+      this.folder,
+      () => this.reload(),
+      { watch: this.deps.fsWatch ?? fsWatch, onError: (message) => this.deps.events?.onWatchError(message) },
+      debounceMs,
+    );
   }
 }
 
-/** A folder and every folder under it. */
-function folders(root: string): string[] {
-  const out = [root];
-  for (const name of readdirSync(root)) {
-    const full = join(root, name);
-    try {
-      if (statSync(full).isDirectory()) out.push(...folders(full));
-    } catch {
-      // Gone between readdir and stat: the next reload sees it.
-    }
+function statOf(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch {
+    return undefined;
   }
-  return out;
 }

@@ -67,8 +67,8 @@ const KINDS = {
     const createMs = performance.now() - started;
     const heapMB = (retainedHeap() - before) / (1024 * 1024);
     globalThis.benchBallast = ballast(ballastMB);
+    // startServer tells the sandbox its URL, as the CLI's: pushes name the listening URL as their source.
     const running = await startServer(sandbox, { port: 0, host: "127.0.0.1" });
-    sandbox.setPublicUrl(running.url); // as the CLI does: pushes name the listening URL as their source
     return {
       url: running.url,
       info: {

@@ -43,12 +43,16 @@ export class Child {
     });
   }
 
-  /** Resolves with the first match of `pattern` in stdout; rejects if the process ends first or at the timeout. */
-  waitForOutput(pattern: RegExp, timeoutMs = PROCESS_TIMEOUT_MS): Promise<RegExpExecArray> {
+  /** Resolves with the first match of `pattern` in stdout (or stderr); rejects if the process ends first or at the timeout. */
+  waitForOutput(
+    pattern: RegExp,
+    timeoutMs = PROCESS_TIMEOUT_MS,
+    from: "stdout" | "stderr" = "stdout",
+  ): Promise<RegExpExecArray> {
     return new Promise((resolve, reject) => {
-      const stream = this.process.stdout;
+      const stream = this.process[from];
       const check = () => {
-        const match = pattern.exec(this.stdout);
+        const match = pattern.exec(this[from]);
         if (match) finish(() => resolve(match));
       };
       const timer = setTimeout(

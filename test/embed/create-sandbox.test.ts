@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -108,6 +108,46 @@ describe("createSandbox() on a port", () => {
       other.listen(Number(port), "127.0.0.1", resolve);
     });
     await new Promise<void>((resolve) => other.close(() => resolve()));
+  });
+
+  it("close() lets a call in flight finish and journals it before closing the journal file", async () => {
+    const file = join(folder({}), "calls.ndjson");
+    let started!: () => void;
+    let release!: () => void;
+    const inHandler = new Promise<void>((resolve) => {
+      started = resolve;
+    });
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const s = await createSandbox({
+      journalFile: file,
+      deps: {
+        ...quiet,
+        // A profile view that waits for the test: the call is in flight for as long as the test wants.
+        handlers: {
+          "view-patient-profile": async () => {
+            started();
+            await gate;
+            return { kind: "ok", resources: [] };
+          },
+        },
+      },
+    });
+    const answer = fetch(`${s.url}${STANDARD}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: envelope(messageBundle("view-patient-profile", [patient()])),
+    });
+    await inHandler;
+    const closed = s.close();
+    release();
+    const res = await answer;
+    expect(res.status).toBe(200);
+    const id = res.headers.get("x-sandbox-call-id");
+    await closed;
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean);
+    expect(lines.map((l) => JSON.parse(l).id)).toEqual([id]);
   });
 
   it("rejects when the port is taken", async () => {

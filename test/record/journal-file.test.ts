@@ -65,6 +65,11 @@ async function send(url: string, call: (typeof CALLS)[number]): Promise<number> 
 }
 
 const lines = (file: string) => readFileSync(file, "utf8").split("\n").slice(0, -1);
+/** A line of the file as the admin API shows the call: without the file's own highestIdIssued. */
+const asCall = (line: string) => {
+  const { highestIdIssued: _, ...call } = JSON.parse(line);
+  return call;
+};
 
 describe("--journal-file", { timeout: 60_000 }, () => {
   it("keeps every completed call across a SIGKILL, redacted, and continues numbering after a restart", async () => {
@@ -97,8 +102,10 @@ describe("--journal-file", { timeout: 60_000 }, () => {
 
     // Every completed call is in the file, one parseable line each, secrets redacted.
     const text = readFileSync(file, "utf8");
-    const written = lines(file).map((l) => JSON.parse(l));
+    const written = lines(file).map(asCall);
     expect(written.map((c) => c.id)).toEqual(["1", "2", "3", "4", "5", "6", "7"]);
+    // Each line says the highest id handed out when it was written: calls ran one at a time here.
+    expect(lines(file).map((l) => JSON.parse(l).highestIdIssued)).toEqual(["1", "2", "3", "4", "5", "6", "7"]);
     expect(written.map((c) => c.response.status)).toEqual(statuses);
     expect(written.slice(2)).toEqual(memory);
     expect(text).not.toContain(AUTH_SECRET);
@@ -122,13 +129,14 @@ describe("--journal-file", { timeout: 60_000 }, () => {
     expect(err.join("\n")).toContain(`${file}:8: the last line is cut off`);
     expect(out.join("\n")).toContain("name: recorded add-allergy 1");
 
-    // Restarted on the same file: new calls go after the old ones (on a fresh line), numbered after them.
+    // Restarted on the same file: the cut-off line is moved aside (with a warning), new calls are numbered after the old.
     const second = await startCli(args);
+    expect(second.child.stderr).toContain(`Moved it to ${file}.cut-off`);
+    expect(readFileSync(`${file}.cut-off`, "utf8")).toBe('{"id":"8","direction":"inbound","request":{"meth\n');
     for (const call of CALLS) await send(second.url, call);
     const all = lines(file);
-    expect(all).toHaveLength(15);
-    expect(all[7]).toBe('{"id":"8","direction":"inbound","request":{"meth');
-    const after = all.slice(8).map((l) => JSON.parse(l));
+    expect(all).toHaveLength(14);
+    const after = all.slice(7).map(asCall);
     expect(after.map((c) => c.id)).toEqual(["8", "9", "10", "11", "12", "13", "14"]);
     const memoryAfter = (await http(`${second.url}/__admin/calls`)).json.calls;
     expect(memoryAfter.map((c: { id: string }) => c.id)).toEqual(["10", "11", "12", "13", "14"]);

@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { EventEmitter } from "node:events";
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Patient } from "fhir/r4.js";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { createApp, type SandboxApp } from "../../src/app.js";
-import type { YamlProblem } from "../../src/config/yaml-file.js";
+import { createApp, type SandboxApp, type SandboxDeps } from "../../src/app.js";
+import { formatProblem, type YamlProblem } from "../../src/config/yaml-file.js";
 import type { SandboxEvents } from "../../src/events.js";
 import { admin } from "../admin/admin-client.js";
 import { example, messageBundle, post } from "../support/messages.js";
@@ -48,8 +49,10 @@ afterEach(() => {
 
 const write = (file: string, text: string) => writeFileSync(join(dir, file), text);
 
-function start(watch: boolean): SandboxApp {
-  sandbox = createApp({ scenarios: dir, watch }, { logger: QUIET });
+function start(watch: boolean, options: { scenarios?: string; log?: string[]; deps?: Partial<SandboxDeps> } = {}) {
+  const { log, scenarios = dir, deps } = options;
+  const logger = log ? { info: (m: string) => log.push(m), error: (m: string) => log.push(m) } : QUIET;
+  sandbox = createApp({ scenarios, watch }, { logger, ...deps });
   return sandbox;
 }
 
@@ -153,9 +156,139 @@ describe("scenario reload (CONTRACT §7)", { timeout: 15_000 }, () => {
     expect(await answeringVersion(s)).toBe("v2");
   });
 
+  it("a folder created under it is watched from the reload that found it (the re-watch after a reload)", async () => {
+    write("10-rules.yaml", versioned("v1"));
+    const s = start(true);
+    const found = nextLoad(s.events);
+    mkdirSync(join(dir, "00-more"));
+    expect(await found).toEqual({ ok: true, problems: [] });
+
+    // Only a watcher on the new folder sees a file written inside it.
+    const loaded = nextLoad(s.events);
+    writeFileSync(join(dir, "00-more", "rules.yaml"), versioned("more"));
+    expect(await loaded).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("more");
+  });
+
   it("createApp with an invalid file at start throws, naming file:line:column", () => {
     write("10-rules.yaml", INVALID);
     expect(() => start(false)).toThrow(/10-rules\.yaml:5:5: .*delay/);
+  });
+});
+
+/** Writes a file whole at once, as editors and `git checkout` replace files: a new file renamed over the old. */
+function replace(file: string, text: string): void {
+  const staged = `${file}.staged-${process.pid}`;
+  writeFileSync(staged, text);
+  renameSync(staged, file);
+}
+
+describe("scenario reload when the folder or file goes away (watch)", { timeout: 15_000 }, () => {
+  it("a deleted folder leaves the last good set serving, with a warning; moved back, it is loaded again", async () => {
+    write("10-rules.yaml", versioned("v1"));
+    const log: string[] = [];
+    const s = start(true, { log });
+
+    const gone = nextLoad(s.events);
+    rmSync(dir, { recursive: true, force: true });
+    const result = await gone;
+    expect(result.ok).toBe(false);
+    expect(result.problems.map(formatProblem)).toEqual([
+      `${dir}: the scenarios folder is gone; the rules loaded before keep serving, and it is loaded again when it is back`,
+    ]);
+    expect(log.filter((l) => l.includes("is gone"))).toHaveLength(1);
+    expect(log.find((l) => l.includes("is gone"))).toMatch(/^scenarios not reloaded, the previous set keeps serving/);
+    expect(await answeringVersion(s)).toBe("v1");
+
+    // Restored the way a backup is: prepared elsewhere, then moved into place.
+    const staged = mkdtempSync(join(tmpdir(), "scenarios-staged-"));
+    writeFileSync(join(staged, "10-rules.yaml"), versioned("v2"));
+    const back = nextLoad(s.events);
+    renameSync(staged, dir);
+    expect(await back).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("v2");
+    expect((await admin(s.app, "GET", "/scenarios")).body.problems).toEqual([]);
+    expect(log.filter((l) => l.startsWith("cannot watch"))).toEqual([]);
+  });
+
+  it("--scenarios FILE is watched: changed in place, replaced, deleted (the last set keeps serving) and back", async () => {
+    const file = join(dir, "only.yaml");
+    writeFileSync(file, versioned("v1"));
+    const s = start(true, { scenarios: file });
+    expect(await answeringVersion(s)).toBe("v1");
+
+    let loaded = nextLoad(s.events);
+    writeFileSync(file, versioned("v2"));
+    expect(await loaded).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("v2");
+
+    loaded = nextLoad(s.events);
+    replace(file, versioned("v3"));
+    expect(await loaded).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("v3");
+
+    loaded = nextLoad(s.events);
+    rmSync(file);
+    expect((await loaded).ok).toBe(false);
+    expect(await answeringVersion(s)).toBe("v3");
+
+    loaded = nextLoad(s.events);
+    replace(file, versioned("v4"));
+    expect(await loaded).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("v4");
+  });
+
+  it("a folder missing at start is none; created later, it is loaded", async () => {
+    const later = join(dir, "later");
+    const s = start(true, { scenarios: later });
+    expect(await answeringVersion(s)).toBeNull();
+    const staged = mkdtempSync(join(tmpdir(), "scenarios-staged-"));
+    writeFileSync(join(staged, "10-rules.yaml"), versioned("late"));
+    const loaded = nextLoad(s.events);
+    renameSync(staged, later);
+    expect(await loaded).toEqual({ ok: true, problems: [] });
+    expect(await answeringVersion(s)).toBe("late");
+  });
+});
+
+/** An fs.watch whose watchers fail: at once (`throws`), or later with an "error" event (`emits`). */
+function failingWatch(error: NodeJS.ErrnoException, how: "throws" | "emits") {
+  const watchers: EventEmitter[] = [];
+  const watch = (() => {
+    if (how === "throws") throw error;
+    const watcher = Object.assign(new EventEmitter(), { close: () => undefined });
+    watchers.push(watcher);
+    return watcher;
+  }) as unknown as SandboxDeps["fsWatch"];
+  return { watch, watchers };
+}
+
+const errno = (code: string, message: string) => Object.assign(new Error(`${code}: ${message}`), { code });
+
+describe("scenario watch errors are reported, not swallowed", () => {
+  it.each([
+    ["ENOSPC", "System limit for number of file watchers reached", /fs\.inotify\.max_user_watches/],
+    ["EMFILE", "too many open files", /ulimit -n/],
+  ])("a watcher that cannot start (%s) is reported with what to do", (code, message, hint) => {
+    write("10-rules.yaml", versioned("v1"));
+    const log: string[] = [];
+    start(true, { log, deps: { fsWatch: failingWatch(errno(code, message), "throws").watch } });
+    const reports = log.filter((l) => l.startsWith("cannot watch"));
+    expect(reports.length).toBeGreaterThan(0);
+    expect(reports[0]).toContain(code);
+    expect(reports[0]).toMatch(hint);
+    expect(reports[0]).toContain("POST /__admin/scenarios/reload");
+  });
+
+  it("an error a watcher emits later is reported, and the sandbox keeps serving", async () => {
+    write("10-rules.yaml", versioned("v1"));
+    const log: string[] = [];
+    const failing = failingWatch(errno("EMFILE", "too many open files"), "emits");
+    const s = start(true, { log, deps: { fsWatch: failing.watch } });
+    expect(log.filter((l) => l.startsWith("cannot watch"))).toEqual([]);
+    failing.watchers[0]?.emit("error", errno("EMFILE", "too many open files"));
+    expect(log.filter((l) => l.startsWith("cannot watch"))).toEqual([expect.stringContaining("EMFILE")]);
+    expect(await answeringVersion(s)).toBe("v1");
   });
 });
 

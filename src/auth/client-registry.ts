@@ -1,0 +1,84 @@
+import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import type { ClientsFile } from "./clients-file.js";
+import { MAGIC_CLIENTS, MAGIC_SECRET, type MagicBehaviour } from "./magic-clients.js";
+import { DEFAULT_WORKSPACE } from "./workspace-name.js";
+
+/** A client that may ask for tokens, ready for the token endpoint. */
+export interface RegisteredClient {
+  id: string;
+  /** For client_secret_basic and client_secret_post. */
+  secret: string | undefined;
+  /** Finds the key a client assertion is signed with (private_key_jwt); undefined: the client has no keys. */
+  keys: JWTVerifyGetKey | undefined;
+  /** Where the keys come from, for diagnostics: "its jwks" or its jwksUrl. */
+  keySource: string;
+  scopes: readonly string[];
+  workspace: string;
+  disabled: boolean;
+  magic: MagicBehaviour | undefined;
+}
+
+export interface ClientRegistry {
+  get(id: string): RegisteredClient | undefined;
+  /** The admin token the clients file gives a workspace, if any. */
+  adminToken(workspace: string): string | undefined;
+}
+
+export interface RegistryDeps {
+  /** Outbound HTTP, for keys published at a jwksUrl. */
+  fetch: typeof fetch;
+  /** How long a jwksUrl may take to answer. */
+  jwksTimeoutMs: number;
+}
+
+/**
+ * The clients of a clients file plus the magic ones. A jwksUrl is fetched at
+ * every private_key_jwt token request (no cache), so a client's rotated keys
+ * count at once; jose does not follow redirects, so keys come only from the
+ * local URL the file names.
+ */
+export function clientRegistry(file: ClientsFile, scopes: readonly string[], deps: RegistryDeps): ClientRegistry {
+  const clients = new Map<string, RegisteredClient>();
+  for (const entry of file.clients) {
+    const remote = entry.jwksUrl
+      ? createRemoteJWKSet(new URL(entry.jwksUrl), {
+          timeoutDuration: deps.jwksTimeoutMs,
+          cacheMaxAge: 0,
+          // No second fetch for an unknown kid: the one fetch per request is already fresh.
+          cooldownDuration: Number.POSITIVE_INFINITY,
+          [customFetch]: (url, init) => deps.fetch(url, init),
+        })
+      : undefined;
+    clients.set(entry.id, {
+      id: entry.id,
+      secret: entry.secret,
+      keys: entry.jwks ? createLocalJWKSet(entry.jwks as JSONWebKeySet) : remote,
+      keySource: entry.jwksUrl ? `its jwksUrl ${entry.jwksUrl}` : "its jwks",
+      scopes: entry.scopes ?? scopes,
+      workspace: entry.workspace ?? DEFAULT_WORKSPACE,
+      disabled: entry.disabled ?? false,
+      magic: undefined,
+    });
+  }
+  for (const magic of MAGIC_CLIENTS) {
+    clients.set(magic.id, {
+      id: magic.id,
+      secret: MAGIC_SECRET,
+      keys: undefined,
+      keySource: "",
+      scopes,
+      workspace: DEFAULT_WORKSPACE,
+      disabled: magic.behaviour === "disabled",
+      magic: magic.behaviour,
+    });
+  }
+  const adminTokens = new Map(
+    Object.entries(file.workspaces ?? {}).flatMap(([name, settings]) =>
+      settings.adminToken ? [[name, settings.adminToken] as const] : [],
+    ),
+  );
+  return {
+    get: (id) => clients.get(id),
+    adminToken: (workspace) => adminTokens.get(workspace),
+  };
+}

@@ -1,0 +1,52 @@
+import { CLIENT_ASSERTION_ALGS } from "./client-assertion.js";
+import { CLIENT_AUTH_METHODS } from "./client-authentication.js";
+
+/** Where the sandbox's OAuth2 endpoints are, as a client should call them. */
+export interface Endpoints {
+  /** The issuer: --public-url, else the origin the request came to (no trailing slash). */
+  issuer: string;
+  tokenEndpoint: string;
+  jwksUri: string;
+}
+
+export const TOKEN_PATH = "/oauth2/token";
+export const JWKS_PATH = "/oauth2/jwks";
+
+export function endpointsAt(issuer: string): Endpoints {
+  return { issuer, tokenEndpoint: `${issuer}${TOKEN_PATH}`, jwksUri: `${issuer}${JWKS_PATH}` };
+}
+
+/** What both discovery documents say: where the endpoints are, and how clients authenticate and for what. */
+const clientCredentials = (at: Endpoints, scopes: readonly string[]) => ({
+  issuer: at.issuer,
+  token_endpoint: at.tokenEndpoint,
+  jwks_uri: at.jwksUri,
+  scopes_supported: [...scopes],
+  grant_types_supported: ["client_credentials"],
+  token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+  token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
+});
+
+/**
+ * Authorization server metadata (RFC 8414), served at
+ * /.well-known/oauth-authorization-server and, for clients that discover the
+ * OpenID Connect way, /.well-known/openid-configuration. The sandbox is an
+ * OAuth2 server for the client-credentials grant only: no authorization
+ * endpoint, no ID tokens.
+ */
+export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[]) {
+  // response_types_supported is required by RFC 8414; with no authorization endpoint there is none.
+  return { ...clientCredentials(at, scopes), response_types_supported: [] };
+}
+
+/**
+ * SMART configuration (SMART App Launch 2, "Conformance"), as SMART Backend
+ * Services clients read it: token endpoint, client authentication (symmetric
+ * and asymmetric), the client-credentials grant and the scopes.
+ */
+export function smartConfiguration(at: Endpoints, scopes: readonly string[]) {
+  return {
+    ...clientCredentials(at, scopes),
+    capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric"],
+  };
+}

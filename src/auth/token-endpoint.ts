@@ -1,0 +1,176 @@
+import type { Context } from "hono";
+import type { EdgeEnv } from "../http/fhir-response.js";
+import { incompleteBody, readBody } from "../http/read-body.js";
+import { REDACTED } from "../journal/redact.js";
+import { issueAccessToken } from "./access-token.js";
+import type { AssertionCheck } from "./client-assertion.js";
+import { authenticateClient } from "./client-authentication.js";
+import type { ClientRegistry, RegisteredClient } from "./client-registry.js";
+import type { Endpoints } from "./discovery.js";
+import { NO_STORE, type OAuthError, oauthError } from "./oauth-error.js";
+import type { SigningKey } from "./signing-key.js";
+
+export interface TokenEndpointDeps {
+  registry: ClientRegistry;
+  key: SigningKey;
+  /** The scopes of the operations catalogue. */
+  scopes: readonly string[];
+  tokenTtlMs: number;
+  maxBody: number;
+  jwksTimeoutMs: number;
+  /** Assertion ids already used. */
+  jtis: AssertionCheck["jtis"];
+  endpoints(c: Context): Endpoints;
+  now(): Date;
+  newId(): string;
+}
+
+const FORM = "application/x-www-form-urlencoded";
+/** Parameters whose values are credentials: the journal keeps their names only. */
+const SECRET_PARAMS = new Set(["client_secret", "client_assertion"]);
+
+/** A JSON answer of the token endpoint, never cached, its text kept for the journal (an access token redacted). */
+function tokenJson(
+  c: Context<EdgeEnv>,
+  status: number,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+) {
+  const text = JSON.stringify(body);
+  c.set("responseText", "access_token" in body ? JSON.stringify({ ...body, access_token: REDACTED }) : text);
+  return new Response(text, {
+    status,
+    headers: { "content-type": "application/json; charset=utf-8", ...NO_STORE, ...headers },
+  });
+}
+
+const errorAnswer = (c: Context<EdgeEnv>, e: OAuthError) =>
+  tokenJson(c, e.status, { error: e.error, error_description: e.description }, e.headers);
+
+/** The scopes a token gets: those asked for (all of them, or an invalid_scope error), else all the client's. */
+function grantedScopes(
+  asked: string | null,
+  client: RegisteredClient,
+  scopes: readonly string[],
+): string[] | OAuthError {
+  if (asked === null) return [...client.scopes];
+  const wanted = [...new Set(asked.split(" ").filter(Boolean))];
+  if (wanted.length === 0) {
+    return oauthError(
+      "invalid_scope",
+      `scope is empty: leave it out for all of ${client.id}'s scopes, or name some of: ${client.scopes.join(" ")}.`,
+    );
+  }
+  const unknown = wanted.filter((s) => !scopes.includes(s));
+  if (unknown.length > 0) {
+    return oauthError(
+      "invalid_scope",
+      `Unknown scope ${unknown.join(" ")}; the sandbox's scopes are: ${scopes.join(" ")}.`,
+    );
+  }
+  const refused = wanted.filter((s) => !client.scopes.includes(s));
+  if (refused.length > 0) {
+    return oauthError(
+      "invalid_scope",
+      `Client ${client.id} may not have ${refused.join(" ")}; it may have: ${client.scopes.join(" ")} (scopes in the clients file).`,
+    );
+  }
+  return wanted;
+}
+
+/**
+ * POST /oauth2/token: the client-credentials grant (RFC 6749 §4.4) with
+ * client_secret_basic, client_secret_post or private_key_jwt; errors as
+ * RFC 6749 §5.2.
+ */
+export function tokenEndpoint(deps: TokenEndpointDeps) {
+  return async (c: Context<EdgeEnv>): Promise<Response> => {
+    if (c.req.method !== "POST") {
+      return errorAnswer(
+        c,
+        oauthError("invalid_request", `The token endpoint takes POST, not ${c.req.method}.`, 405, { allow: "POST" }),
+      );
+    }
+    const mediaType = c.req.header("content-type")?.split(";")[0]?.trim().toLowerCase();
+    if (mediaType !== FORM) {
+      return errorAnswer(
+        c,
+        oauthError(
+          "invalid_request",
+          `Send the token request as ${FORM} (RFC 6749 §4.4.2), not ${mediaType ?? "without a Content-Type"}.`,
+        ),
+      );
+    }
+    const read = await readBody(c.req.raw, deps.maxBody);
+    if (!read.ok && !read.tooLarge)
+      return errorAnswer(c, oauthError("invalid_request", incompleteBody(read.error), 408));
+    if (!read.ok)
+      return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
+    const params = new URLSearchParams(read.text);
+    c.set(
+      "bodyText",
+      [...params].map(([k, v]) => `${k}=${SECRET_PARAMS.has(k) ? REDACTED : encodeURIComponent(v)}`).join("&"),
+    );
+
+    const repeated = [...new Set([...params.keys()].filter((k, i, all) => all.indexOf(k) !== i))];
+    if (repeated.length > 0) {
+      return errorAnswer(
+        c,
+        oauthError("invalid_request", `Parameter ${repeated.join(", ")} is given more than once; give each once.`),
+      );
+    }
+    const grantType = params.get("grant_type");
+    if (!grantType)
+      return errorAnswer(
+        c,
+        oauthError("invalid_request", "grant_type is missing: send grant_type=client_credentials."),
+      );
+    if (grantType !== "client_credentials") {
+      return errorAnswer(
+        c,
+        oauthError(
+          "unsupported_grant_type",
+          `grant_type ${grantType} is not supported: the sandbox issues tokens by client_credentials only.`,
+        ),
+      );
+    }
+
+    const at = deps.endpoints(c);
+    const now = deps.now();
+    const authenticated = await authenticateClient(params, c.req.header("authorization"), deps.registry, {
+      audiences: [at.tokenEndpoint, at.issuer, `${at.issuer}/`],
+      now,
+      jtis: deps.jtis,
+      jwksTimeoutMs: deps.jwksTimeoutMs,
+    });
+    if (!authenticated.ok) return errorAnswer(c, authenticated.error);
+    const client = authenticated.value;
+    if (client.scopes.length === 0) {
+      return errorAnswer(
+        c,
+        oauthError(
+          "unauthorized_client",
+          `Client ${client.id} is allowed no scope (scopes: [] in the clients file), so no token would let it do anything.`,
+        ),
+      );
+    }
+    const scopes = grantedScopes(params.get("scope"), client, deps.scopes);
+    if (!Array.isArray(scopes)) return errorAnswer(c, scopes);
+
+    // The magic expired-token client gets a token whose exp is its iat: expired at once.
+    const lifetimeSeconds = client.magic === "expired-token" ? 0 : Math.max(1, Math.ceil(deps.tokenTtlMs / 1000));
+    const token = await issueAccessToken(deps.key, {
+      principal: { clientId: client.id, workspace: client.workspace, scopes },
+      issuer: at.issuer,
+      now,
+      lifetimeSeconds,
+      jti: deps.newId(),
+    });
+    return tokenJson(c, 200, {
+      access_token: token,
+      token_type: "Bearer",
+      expires_in: lifetimeSeconds,
+      scope: scopes.join(" "),
+    });
+  };
+}

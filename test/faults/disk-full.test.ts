@@ -1,0 +1,50 @@
+import { existsSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { http, killStray, startCli } from "../cli/cli-process.js";
+import { startLoad } from "./load.js";
+
+// A full disk under --journal-file: /dev/full answers every write with ENOSPC. The real CLI keeps
+// answering, warns once, keeps every call in memory, and says at the stop how many the file lost.
+
+afterEach(killStray);
+
+const FULL = "/dev/full";
+
+describe("a full disk under --journal-file", { timeout: 30_000 }, () => {
+  it.skipIf(!existsSync(FULL))(
+    "one clear warning, every call answered and kept in memory, the loss counted",
+    async () => {
+      const { url, child } = await startCli(["--journal-file", FULL, "--no-watch"]);
+      const load = startLoad(url, { workers: 4 });
+      await load.reached(30);
+      await load.stop();
+
+      expect(load.failures).toEqual([]);
+      expect(load.answered.filter((a) => a.status !== 200)).toEqual([]);
+      const warnings = child.stderr.split("\n").filter((l) => l.includes(FULL));
+      expect(warnings).toHaveLength(1);
+      expect(warnings[0]).toMatch(
+        /^journal file \/dev\/full: could not write call \d+ \(ENOSPC: no space left on device/,
+      );
+      expect(warnings[0]).toContain("keeps every call in memory (GET /__admin/calls)");
+
+      // Nothing else is lost: the in-memory journal has every answered call.
+      const calls = (await http(`${url}/__admin/calls`)).json.calls as Array<{ id: string; messageId: string }>;
+      const byId = new Map(calls.map((c) => [c.id, c.messageId]));
+      for (const a of load.answered) expect(byId.get(a.callId)).toBe(a.messageId);
+      const health = (await http(`${url}/__admin/health`)).json;
+      expect(health.journalFile).toEqual({
+        path: FULL,
+        missingCalls: load.answered.length,
+        error: expect.stringMatching(/^ENOSPC/),
+      });
+
+      child.process.kill("SIGTERM");
+      expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+      expect(child.stderr).toContain(
+        `journal file ${FULL}: at shutdown, ${load.answered.length} call(s) could not be written and are missing from the file`,
+      );
+      expect(child.stderr).not.toContain("unhandled error");
+    },
+  );
+});
