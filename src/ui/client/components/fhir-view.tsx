@@ -99,7 +99,8 @@ function JsonNode({ name, value, path, ctx }: { name?: JsonStep; value: unknown;
             {open}
             <span class="json-count">
               {" "}
-              {members.length} {Array.isArray(value) ? "items" : "members"}
+              {members.length} {Array.isArray(value) ? "item" : "member"}
+              {members.length === 1 ? "" : "s"}
             </span>
           </summary>
           <div class="json-members">
