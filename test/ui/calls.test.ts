@@ -94,6 +94,40 @@ describe.sequential("calls, live", { timeout: UI_TEST_TIMEOUT_MS }, () => {
     await page.close();
   });
 
+  it("acts on a call: copy as curl, resend, turn into a scenario rule", async () => {
+    const page = await browser.page();
+    await page.goto(`${sandbox.url}/__admin/ui/calls/${allergyCall}`);
+    const actions = page.getByRole("region", { name: "Actions" });
+    await actions.getByText("Copy as curl").click();
+    const curl = await actions.getByRole("figure", { name: "curl command" }).textContent();
+    expect(curl).toContain(`curl -X POST '${sandbox.url}/uae-fhir/r4/$process-message'`);
+    expect(curl).toContain("-H 'content-type: application/json'");
+    expect(curl).toContain('--data-binary \'{"content":');
+
+    await actions.getByRole("button", { name: "Turn into a scenario rule" }).click();
+    const yaml = actions.getByRole("figure", { name: "Scenario rule (YAML)" });
+    await yaml.waitFor();
+    expect(await yaml.textContent()).toMatch(/^rules:$/m);
+    expect(await yaml.textContent()).toContain("operation: add-allergy");
+    expect(
+      await actions.getByRole("link", { name: `Download call-${allergyCall}.yaml` }).getAttribute("download"),
+    ).toBe(`call-${allergyCall}.yaml`);
+
+    // With a new MessageHeader id (the default): processed again, a new call.
+    await actions.getByRole("button", { name: "Resend" }).click();
+    const sent = actions.getByRole("status").filter({ hasText: "Sent again: answered 200" });
+    await sent.waitFor();
+    await sent.getByRole("link").click();
+    await page.getByRole("heading", { level: 1, name: /^Call \d+$/ }).waitFor();
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).not.toBe(`Call ${allergyCall}`);
+    await page
+      .getByRole("region", { name: "Resources" })
+      .getByRole("listitem")
+      .filter({ hasText: /AllergyIntolerance\/.+ \(stored, version 1\)/ })
+      .waitFor();
+    await page.close();
+  });
+
   it("marks each issue of a refused message at its place in the request", async () => {
     // Three mistakes, and where each is (by hand, from the message below): a code outside the required value set
     // at clinicalStatus.coding[0].code; a string where Age.value needs a number at onsetAge.value; and the
