@@ -1,4 +1,5 @@
 import type { FC } from "hono/jsx";
+import { Head } from "./shell.js";
 
 export interface LandingProps {
   /** --base-path, where the message and capability paths start. */
@@ -13,14 +14,7 @@ const rel = (path: string) => path.replace(/^\//, "");
 /** GET /: what the sandbox is, and the way to its dashboard, docs, capability statement and health check. */
 export const Landing: FC<LandingProps> = ({ basePath, version, tokenRequired }) => (
   <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      {/* No /favicon.ico request: it would be recorded as a call to the exchange. */}
-      <link rel="icon" href="data:," />
-      <title>uae-fhir-sandbox</title>
-      <link rel="stylesheet" href="__admin/ui/assets/dashboard.css" />
-    </head>
+    <Head title="uae-fhir-sandbox" css="__admin/ui/assets/dashboard.css" />
     <body>
       <main id="main" class="landing">
         <h1>uae-fhir-sandbox</h1>

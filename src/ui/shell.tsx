@@ -1,4 +1,4 @@
-import type { FC } from "hono/jsx";
+import type { Child, FC } from "hono/jsx";
 import { UI_PAGES, type UiPage } from "./pages.js";
 
 export interface ShellProps {
@@ -12,6 +12,18 @@ export interface ShellProps {
   version: string;
 }
 
+/** The head of every page the sandbox serves; the empty icon spares a /favicon.ico request, which would be journaled. */
+export const Head: FC<{ title: string; css: string; children?: Child }> = ({ title, css, children }) => (
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <link rel="icon" href="data:," />
+    <title>{title}</title>
+    <link rel="stylesheet" href={css} />
+    {children}
+  </head>
+);
+
 /**
  * A dashboard page as the server sends it: the frame (navigation, heading)
  * and an empty region the client script fills with data it fetches with the
@@ -21,15 +33,9 @@ export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, versio
   const title = page.title.replace("{param}", param ?? "");
   return (
     <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        {/* No /favicon.ico request: it would be recorded as a call to the exchange. */}
-        <link rel="icon" href="data:," />
-        <title>{`${title} · uae-fhir-sandbox`}</title>
-        <link rel="stylesheet" href={`${root}assets/dashboard.css`} />
+      <Head title={`${title} · uae-fhir-sandbox`} css={`${root}assets/dashboard.css`}>
         <script type="module" src={`${root}assets/dashboard.js`} />
-      </head>
+      </Head>
       <body data-page={page.id} data-param={param} data-root={root} data-token={tokenRequired ? "required" : "none"}>
         <a class="skip-link" href="#main">
           Skip to content
@@ -71,14 +77,7 @@ export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, versio
 /** An address under /__admin/ui/ that is no page. */
 export const NotFound: FC<{ root: string }> = ({ root }) => (
   <html lang="en">
-    <head>
-      <meta charset="utf-8" />
-      <meta name="viewport" content="width=device-width, initial-scale=1" />
-      {/* No /favicon.ico request: it would be recorded as a call to the exchange. */}
-      <link rel="icon" href="data:," />
-      <title>Not found · uae-fhir-sandbox</title>
-      <link rel="stylesheet" href={`${root}assets/dashboard.css`} />
-    </head>
+    <Head title="Not found · uae-fhir-sandbox" css={`${root}assets/dashboard.css`} />
     <body>
       <main id="main">
         <h1>No such dashboard page</h1>

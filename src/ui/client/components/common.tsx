@@ -1,11 +1,45 @@
 import type { Child } from "hono/jsx";
 import { useEffect, useRef, useState } from "hono/jsx/dom";
 
-/** What went wrong fetching, in words, as an alert. */
-export const ErrorNote = ({ error }: { error: Error }) => (
-  <p role="alert" class="error">
-    {error.message}
-  </p>
+/** What went wrong, in words, as an alert; nothing when nothing did. */
+export const Problem = ({ message }: { message: string | undefined }) =>
+  message ? (
+    <p role="alert" class="error">
+      {message}
+    </p>
+  ) : null;
+
+/** What went wrong fetching. */
+export const ErrorNote = ({ error }: { error: Error }) => <Problem message={error.message} />;
+
+/**
+ * A table of data: a caption (shown, or only for screen readers), column headers, rows; in a box that scrolls
+ * sideways in a narrow window rather than the page.
+ */
+export const DataTable = ({
+  caption,
+  hiddenCaption,
+  columns,
+  children,
+}: {
+  caption: Child;
+  hiddenCaption?: boolean;
+  columns: string[];
+  children: Child;
+}) => (
+  <div class="table-wrap">
+    <table>
+      <caption class={hiddenCaption ? "visually-hidden" : undefined}>{caption}</caption>
+      <thead>
+        <tr>
+          {columns.map((c) => (
+            <th scope="col">{c}</th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>{children}</tbody>
+    </table>
+  </div>
 );
 
 export const Loading = () => <p class="muted">Loading…</p>;

@@ -1,6 +1,7 @@
 import { useState } from "hono/jsx/dom";
 import { ApiError, api } from "../api.js";
 import { storeToken } from "../session.js";
+import { Problem } from "./common.js";
 
 /**
  * Asks for the admin token (--admin-token): checked against the admin API,
@@ -51,11 +52,7 @@ export function SignIn({ reason, onSignedIn }: { reason: string; onSignedIn: () 
           Sign in
         </button>
       </form>
-      {problem ? (
-        <p role="alert" class="error">
-          {problem}
-        </p>
-      ) : null}
+      <Problem message={problem} />
     </section>
   );
 }

@@ -1,6 +1,16 @@
 import { useState } from "hono/jsx/dom";
 import { apiFetch, pageUrl, post } from "../api.js";
-import { Badge, CopyButton, ErrorNote, Facts, Loading, toneOfCode, toneOfStatus } from "../components/common.js";
+import {
+  Badge,
+  CopyButton,
+  DataTable,
+  ErrorNote,
+  Facts,
+  Loading,
+  Problem,
+  toneOfCode,
+  toneOfStatus,
+} from "../components/common.js";
 import { FhirView, issueAnchor } from "../components/fhir-view.js";
 import { curlCommand } from "../curl.js";
 import { ms, patientPath, when } from "../format.js";
@@ -106,35 +116,25 @@ function Decision({ call }: { call: CallDetail }) {
         </p>
       ) : null}
       {rules.length > 0 ? (
-        <div class="table-wrap">
-          <table>
-            <caption>Scenario rules this message met, and their outcome</caption>
-            <thead>
-              <tr>
-                <th scope="col">Rule</th>
-                <th scope="col">Where</th>
-                <th scope="col">Outcome</th>
-                <th scope="col">Why</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rules.map((r) => (
-                <tr>
-                  <td>{r.rule}</td>
-                  <td>
-                    {r.source}:{r.line}
-                  </td>
-                  <td>
-                    <Badge tone={r.outcome === "answered" ? "good" : r.outcome === "not-matched" ? "warn" : undefined}>
-                      {r.outcome}
-                    </Badge>
-                  </td>
-                  <td>{describeReason(r)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption={<>Scenario rules this message met, and their outcome</>}
+          columns={["Rule", "Where", "Outcome", "Why"]}
+        >
+          {rules.map((r) => (
+            <tr>
+              <td>{r.rule}</td>
+              <td>
+                {r.source}:{r.line}
+              </td>
+              <td>
+                <Badge tone={r.outcome === "answered" ? "good" : r.outcome === "not-matched" ? "warn" : undefined}>
+                  {r.outcome}
+                </Badge>
+              </td>
+              <td>{describeReason(r)}</td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
     </section>
   );
@@ -250,11 +250,7 @@ function Actions({ call }: { call: CallDetail }) {
           </>
         ) : null}
       </div>
-      {problem ? (
-        <p role="alert" class="error">
-          {problem}
-        </p>
-      ) : null}
+      <Problem message={problem} />
     </section>
   );
 }

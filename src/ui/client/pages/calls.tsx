@@ -1,6 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl } from "../api.js";
-import { Badge, ErrorNote, Loading, toneOfCode, toneOfStatus, useThrottled } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Loading, toneOfCode, toneOfStatus, useThrottled } from "../components/common.js";
 import { clock, ms, when } from "../format.js";
 import { useLive } from "../live.js";
 import type { CallPage, Operations } from "../types.js";
@@ -137,46 +137,35 @@ export function CallsPage() {
       {page.error ? <ErrorNote error={page.error} /> : null}
       {!page.data && !page.error ? <Loading /> : null}
       {page.data ? (
-        <div class="table-wrap">
-          <table class="calls">
-            <caption>
+        <DataTable
+          caption={
+            <>
               {cursor === undefined ? "Calls, newest first, as they arrive" : "Older calls, newest first"}
               {calls.length === 0 ? ": none yet" : ""}
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Time</th>
-                <th scope="col">Direction</th>
-                <th scope="col">Operation</th>
-                <th scope="col">Status</th>
-                <th scope="col">Response code</th>
-                <th scope="col">Rule</th>
-                <th scope="col">Duration</th>
-              </tr>
-            </thead>
-            <tbody>
-              {calls.map((call) => (
-                <tr key={call.id}>
-                  <td>
-                    <a href={pageUrl(`calls/${call.id}`)} title={when(call.at)}>
-                      {clock(call.at)}
-                    </a>{" "}
-                    <span class="muted">#{call.id}</span>
-                  </td>
-                  <td>{call.direction === "inbound" ? "inbound" : `outbound (attempt ${call.attempt ?? 1})`}</td>
-                  <td>{call.operation ?? <span class="muted">{call.path}</span>}</td>
-                  <td>
-                    <Badge tone={toneOfStatus(call.status)}>{call.status ?? call.fault ?? "no answer"}</Badge>
-                    {call.duplicate ? <span class="muted"> resend</span> : null}
-                  </td>
-                  <td>{call.code ? <Badge tone={toneOfCode(call.code)}>{call.code}</Badge> : "—"}</td>
-                  <td>{call.rule ?? "—"}</td>
-                  <td class="number">{ms(call.durationMs)}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            </>
+          }
+          columns={["Time", "Direction", "Operation", "Status", "Response code", "Rule", "Duration"]}
+        >
+          {calls.map((call) => (
+            <tr key={call.id}>
+              <td>
+                <a href={pageUrl(`calls/${call.id}`)} title={when(call.at)}>
+                  {clock(call.at)}
+                </a>{" "}
+                <span class="muted">#{call.id}</span>
+              </td>
+              <td>{call.direction === "inbound" ? "inbound" : `outbound (attempt ${call.attempt ?? 1})`}</td>
+              <td>{call.operation ?? <span class="muted">{call.path}</span>}</td>
+              <td>
+                <Badge tone={toneOfStatus(call.status)}>{call.status ?? call.fault ?? "no answer"}</Badge>
+                {call.duplicate ? <span class="muted"> resend</span> : null}
+              </td>
+              <td>{call.code ? <Badge tone={toneOfCode(call.code)}>{call.code}</Badge> : "—"}</td>
+              <td>{call.rule ?? "—"}</td>
+              <td class="number">{ms(call.durationMs)}</td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
       <nav aria-label="Pages of calls" class="pager">
         <button type="button" disabled={trail.length === 0} onClick={() => setTrail(trail.slice(0, -1))}>

@@ -1,6 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl, post } from "../api.js";
-import { Badge, ErrorNote, Facts, Loading } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading, Problem } from "../components/common.js";
 import { OrderStateDiagram } from "../components/state-diagram.js";
 import { clock, patientPath, when } from "../format.js";
 import { useLive } from "../live.js";
@@ -52,56 +52,39 @@ export function OrderPage({ param }: PageProps) {
           ["Items", order.items.map((i) => i.display ?? i.code ?? i.requestId).join("; ")],
         ]}
       />
-      {problem ? (
-        <p role="alert" class="error">
-          {problem}
-        </p>
-      ) : null}
+      <Problem message={problem} />
       <section aria-labelledby="pharmacies">
         <h2 id="pharmacies">Pharmacies</h2>
-        <div class="table-wrap">
-          <table>
-            <caption>Each pharmacy's request and fulfillment Task</caption>
-            <thead>
-              <tr>
-                <th scope="col">Pharmacy</th>
-                <th scope="col">State</th>
-                <th scope="col">Task</th>
-                <th scope="col">Request delivery</th>
-                <th scope="col">Confirmation</th>
-                <th scope="col">Allocation delivery</th>
-                <th scope="col">Action</th>
-              </tr>
-            </thead>
-            <tbody>
-              {order.pharmacies.map((p) => (
-                <tr>
-                  <th scope="row">{p.licence}</th>
-                  <td>
-                    <Badge tone={toneOfState(p.state)}>{p.state}</Badge>
-                  </td>
-                  <td>
-                    {p.taskStatus}
-                    {p.businessStatus ? ` (${p.businessStatus})` : ""}
-                  </td>
-                  <td>{delivery(p.delivery)}</td>
-                  <td>{p.confirmation ? `${p.confirmation.availability} at ${clock(p.confirmation.at)}` : "—"}</td>
-                  <td>{delivery(p.allocationDelivery)}</td>
-                  <td>
-                    {order.state === "open" &&
-                    p.state === "confirmed" &&
-                    p.confirmation &&
-                    p.confirmation.availability !== "unavailable" ? (
-                      <button type="button" onClick={() => act("allocate", { licence: p.licence })}>
-                        Allocate to {p.licence}
-                      </button>
-                    ) : null}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption={<>Each pharmacy's request and fulfillment Task</>}
+          columns={["Pharmacy", "State", "Task", "Request delivery", "Confirmation", "Allocation delivery", "Action"]}
+        >
+          {order.pharmacies.map((p) => (
+            <tr>
+              <th scope="row">{p.licence}</th>
+              <td>
+                <Badge tone={toneOfState(p.state)}>{p.state}</Badge>
+              </td>
+              <td>
+                {p.taskStatus}
+                {p.businessStatus ? ` (${p.businessStatus})` : ""}
+              </td>
+              <td>{delivery(p.delivery)}</td>
+              <td>{p.confirmation ? `${p.confirmation.availability} at ${clock(p.confirmation.at)}` : "—"}</td>
+              <td>{delivery(p.allocationDelivery)}</td>
+              <td>
+                {order.state === "open" &&
+                p.state === "confirmed" &&
+                p.confirmation &&
+                p.confirmation.availability !== "unavailable" ? (
+                  <button type="button" onClick={() => act("allocate", { licence: p.licence })}>
+                    Allocate to {p.licence}
+                  </button>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       </section>
       <section aria-labelledby="timeline">
         <h2 id="timeline">Timeline</h2>

@@ -1,6 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl, post } from "../api.js";
-import { Badge, ErrorNote, Loading, useThrottled } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Loading, Problem, useThrottled } from "../components/common.js";
 import { when } from "../format.js";
 import { useLive } from "../live.js";
 import type { OrderView, Pharmacy } from "../types.js";
@@ -86,11 +86,7 @@ function TriggerOrder() {
           Trigger order
         </button>
       </form>
-      {problem ? (
-        <p role="alert" class="error">
-          {problem}
-        </p>
-      ) : null}
+      <Problem message={problem} />
     </section>
   );
 }
@@ -111,41 +107,30 @@ export function OrdersPage() {
           <p>
             Allocation policy: <strong>{orders.data.allocation}</strong>
           </p>
-          <div class="table-wrap">
-            <table>
-              <caption>Orders, newest first{list.length === 0 ? ": none yet" : ""}</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Order</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Deadline</th>
-                  <th scope="col">Pharmacies</th>
-                </tr>
-              </thead>
-              <tbody>
-                {list.map((o) => (
-                  <tr>
-                    <td>
-                      <a href={pageUrl(`orders/${o.id}`)}>Order {o.id}</a>
-                    </td>
-                    <td>
-                      <Badge tone={toneOfState(o.state)}>{o.state}</Badge>
-                    </td>
-                    <td>{when(o.createdAt)}</td>
-                    <td>{when(o.deadline)}</td>
-                    <td>
-                      {o.pharmacies.map((p) => (
-                        <span class="pharmacy-state">
-                          {p.licence}: <Badge tone={toneOfState(p.state)}>{p.state}</Badge>{" "}
-                        </span>
-                      ))}
-                    </td>
-                  </tr>
-                ))}
-              </tbody>
-            </table>
-          </div>
+          <DataTable
+            caption={<>Orders, newest first{list.length === 0 ? ": none yet" : ""}</>}
+            columns={["Order", "State", "Created", "Deadline", "Pharmacies"]}
+          >
+            {list.map((o) => (
+              <tr>
+                <td>
+                  <a href={pageUrl(`orders/${o.id}`)}>Order {o.id}</a>
+                </td>
+                <td>
+                  <Badge tone={toneOfState(o.state)}>{o.state}</Badge>
+                </td>
+                <td>{when(o.createdAt)}</td>
+                <td>{when(o.deadline)}</td>
+                <td>
+                  {o.pharmacies.map((p) => (
+                    <span class="pharmacy-state">
+                      {p.licence}: <Badge tone={toneOfState(p.state)}>{p.state}</Badge>{" "}
+                    </span>
+                  ))}
+                </td>
+              </tr>
+            ))}
+          </DataTable>
         </>
       ) : null}
       <TriggerOrder />

@@ -1,5 +1,5 @@
 import type { Child } from "hono/jsx";
-import { Badge, ErrorNote, Facts, Loading, useThrottled } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading, useThrottled } from "../components/common.js";
 import { when } from "../format.js";
 import { useLive } from "../live.js";
 import type { PageProps } from "../main.js";
@@ -51,37 +51,24 @@ function RecordTable({
       {records.length === 0 ? (
         <p class="muted">None.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">{title}</caption>
-            <thead>
-              <tr>
-                {columns.map(([name]) => (
-                  <th scope="col">{name}</th>
-                ))}
-                <th scope="col">Version</th>
-              </tr>
-            </thead>
-            <tbody>
-              {records.map((r) => (
-                <tr class={removed(r) ? "removed" : ""}>
-                  {columns.map(([, cell]) => (
-                    <td>{cell(r)}</td>
-                  ))}
-                  <td>
-                    {r.meta?.versionId ?? "—"}
-                    {removed(r) ? (
-                      <>
-                        {" "}
-                        <Badge tone="bad">removed</Badge>
-                      </>
-                    ) : null}
-                  </td>
-                </tr>
+        <DataTable caption={title} hiddenCaption columns={[...columns.map(([name]) => name), "Version"]}>
+          {records.map((r) => (
+            <tr class={removed(r) ? "removed" : ""}>
+              {columns.map(([, cell]) => (
+                <td>{cell(r)}</td>
               ))}
-            </tbody>
-          </table>
-        </div>
+              <td>
+                {r.meta?.versionId ?? "—"}
+                {removed(r) ? (
+                  <>
+                    {" "}
+                    <Badge tone="bad">removed</Badge>
+                  </>
+                ) : null}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       )}
     </section>
   );

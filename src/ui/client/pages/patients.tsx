@@ -1,6 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl } from "../api.js";
-import { ErrorNote, Loading, useThrottled } from "../components/common.js";
+import { DataTable, ErrorNote, Loading, useThrottled } from "../components/common.js";
 import { patientPath } from "../format.js";
 import { useLive } from "../live.js";
 import { useData } from "../use-data.js";
@@ -52,41 +52,30 @@ export function PatientsPage() {
       {list.error ? <ErrorNote error={list.error} /> : null}
       {!list.data && !list.error ? <Loading /> : null}
       {list.data ? (
-        <div class="table-wrap">
-          <table>
-            <caption>
+        <DataTable
+          caption={
+            <>
               Patients the sandbox knows, most recent first ({list.data.patients.length} of {list.data.total} shown)
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Name</th>
-                <th scope="col">Identifiers</th>
-                <th scope="col">Gender</th>
-                <th scope="col">Born</th>
-                <th scope="col">Records</th>
-              </tr>
-            </thead>
-            <tbody>
-              {list.data.patients.map((p) => (
-                <tr>
-                  <th scope="row">
-                    <a href={pageUrl(patientPath(keyOf(p)))}>{nameOf(p.name)}</a>
-                  </th>
-                  <td class="wrap">
-                    {p.identifier.map((i) => `${i.system ?? ""}|${i.value ?? ""}`).join(", ") || p.id}
-                  </td>
-                  <td>{p.gender ?? "—"}</td>
-                  <td>{p.birthDate ?? "—"}</td>
-                  <td>
-                    {Object.entries(p.records)
-                      .map(([type, n]) => `${n} ${type}`)
-                      .join(", ") || "—"}
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+            </>
+          }
+          columns={["Name", "Identifiers", "Gender", "Born", "Records"]}
+        >
+          {list.data.patients.map((p) => (
+            <tr>
+              <th scope="row">
+                <a href={pageUrl(patientPath(keyOf(p)))}>{nameOf(p.name)}</a>
+              </th>
+              <td class="wrap">{p.identifier.map((i) => `${i.system ?? ""}|${i.value ?? ""}`).join(", ") || p.id}</td>
+              <td>{p.gender ?? "—"}</td>
+              <td>{p.birthDate ?? "—"}</td>
+              <td>
+                {Object.entries(p.records)
+                  .map(([type, n]) => `${n} ${type}`)
+                  .join(", ") || "—"}
+              </td>
+            </tr>
+          ))}
+        </DataTable>
       ) : null}
     </>
   );

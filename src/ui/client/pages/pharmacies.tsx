@@ -1,5 +1,5 @@
 import { pageUrl } from "../api.js";
-import { Badge, ErrorNote, Loading, toneOfStatus, useThrottled } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Loading, toneOfStatus, useThrottled } from "../components/common.js";
 import { when } from "../format.js";
 import { useLive } from "../live.js";
 import type { Pharmacy } from "../types.js";
@@ -28,37 +28,25 @@ export function PharmaciesPage() {
   if (list.error) return <ErrorNote error={list.error} />;
   if (!list.data) return <Loading />;
   return (
-    <div class="table-wrap">
-      <table>
-        <caption>Pharmacies: subscriptions and fixtures{list.data.pharmacies.length === 0 ? ": none yet" : ""}</caption>
-        <thead>
-          <tr>
-            <th scope="col">Licence</th>
-            <th scope="col">Name</th>
-            <th scope="col">Subscription</th>
-            <th scope="col">Endpoint</th>
-            <th scope="col">Headers</th>
-            <th scope="col">Last delivery</th>
-          </tr>
-        </thead>
-        <tbody>
-          {list.data.pharmacies.map((p) => (
-            <tr>
-              <th scope="row">{p.licence}</th>
-              <td>{p.name ?? "—"}</td>
-              <td>
-                <Badge tone={p.active ? "good" : "warn"}>{p.active ? "active" : "off"}</Badge> {p.source}
-                {p.subscriptionId ? ` (Subscription/${p.subscriptionId})` : ""}
-              </td>
-              <td class="wrap">{p.endpoint ?? "—"}</td>
-              <td>{Object.keys(p.headers).join(", ") || "—"}</td>
-              <td>
-                <LastDelivery pharmacy={p} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </div>
+    <DataTable
+      caption={<>Pharmacies: subscriptions and fixtures{list.data.pharmacies.length === 0 ? ": none yet" : ""}</>}
+      columns={["Licence", "Name", "Subscription", "Endpoint", "Headers", "Last delivery"]}
+    >
+      {list.data.pharmacies.map((p) => (
+        <tr>
+          <th scope="row">{p.licence}</th>
+          <td>{p.name ?? "—"}</td>
+          <td>
+            <Badge tone={p.active ? "good" : "warn"}>{p.active ? "active" : "off"}</Badge> {p.source}
+            {p.subscriptionId ? ` (Subscription/${p.subscriptionId})` : ""}
+          </td>
+          <td class="wrap">{p.endpoint ?? "—"}</td>
+          <td>{Object.keys(p.headers).join(", ") || "—"}</td>
+          <td>
+            <LastDelivery pharmacy={p} />
+          </td>
+        </tr>
+      ))}
+    </DataTable>
   );
 }

@@ -1,6 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { ApiError, apiFetch } from "../api.js";
-import { Badge, ErrorNote, Facts, Loading } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading } from "../components/common.js";
 import { when } from "../format.js";
 import { useLive } from "../live.js";
 import { useData } from "../use-data.js";
@@ -90,37 +90,26 @@ export function ScenariosPage() {
       </section>
       <section aria-labelledby="rules">
         <h2 id="rules">Rules, in the order they are tried</h2>
-        <div class="table-wrap">
-          <table>
-            <caption class="visually-hidden">Rules with their hit counts</caption>
-            <thead>
-              <tr>
-                <th scope="col">Rule</th>
-                <th scope="col">Where</th>
-                <th scope="col">Operations</th>
-                <th scope="col">Matched</th>
-                <th scope="col">Answered</th>
-                <th scope="col">Times</th>
-              </tr>
-            </thead>
-            <tbody>
-              {v.rules.map((r) => (
-                <tr>
-                  <th scope="row">{r.name}</th>
-                  <td>
-                    <code>
-                      {r.source}:{r.line}
-                    </code>
-                  </td>
-                  <td>{r.operations?.join(", ") ?? "any"}</td>
-                  <td class="number">{r.matched}</td>
-                  <td class="number">{r.answered > 0 ? <Badge tone="good">{r.answered}</Badge> : r.answered}</td>
-                  <td class="number">{r.times ?? "∞"}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <DataTable
+          caption={<>Rules with their hit counts</>}
+          hiddenCaption
+          columns={["Rule", "Where", "Operations", "Matched", "Answered", "Times"]}
+        >
+          {v.rules.map((r) => (
+            <tr>
+              <th scope="row">{r.name}</th>
+              <td>
+                <code>
+                  {r.source}:{r.line}
+                </code>
+              </td>
+              <td>{r.operations?.join(", ") ?? "any"}</td>
+              <td class="number">{r.matched}</td>
+              <td class="number">{r.answered > 0 ? <Badge tone="good">{r.answered}</Badge> : r.answered}</td>
+              <td class="number">{r.times ?? "∞"}</td>
+            </tr>
+          ))}
+        </DataTable>
       </section>
     </>
   );
