@@ -30,7 +30,7 @@ import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
-import { applyFixtures } from "./scenarios/fixtures.js";
+import { applyFixtures, rulePatientKeys } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
@@ -146,12 +146,10 @@ export function createApp(
   const auth = oauth2(options, catalogue, deps);
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
-  const store = new SandboxStore({
-    seed: options.seed,
-    emiratesIdSystem: options.emiratesIdSystem,
-    now: deps.now,
-    newId: deps.newId,
-  });
+  const store = new SandboxStore(
+    { seed: options.seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId },
+    { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
+  );
   const pharmacies = new PharmacyRegistry();
   const scenarios = new Scenarios(options.scenarios, {
     now: deps.now,
@@ -159,8 +157,10 @@ export function createApp(
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
-        else
+        if (ok) {
+          deps.logger.info(`scenarios loaded from ${options.scenarios}: ${scenarios.view().rules.length} rules`);
+          store.pinKeys(rulePatientKeys(scenarios.scenarios));
+        } else
           deps.logger.error(
             `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
           );
@@ -186,8 +186,11 @@ export function createApp(
     journalFile?.nextId ?? 1,
     new Redaction(options.redactHeaders),
   );
-  const fixturesOf = (list: readonly LoadedScenario[]) =>
+  const fixturesOf = (list: readonly LoadedScenario[]) => {
+    // Runtime scenarios (POST /__admin/scenarios) may name patients too; reset cleared the pins.
+    store.pinKeys(rulePatientKeys(scenarios.scenarios));
     applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
+  };
   const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
   loadFixtures();
   let publicUrl = options.publicUrl ?? "http://localhost:8080";

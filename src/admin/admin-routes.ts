@@ -10,9 +10,10 @@ import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
+import type { CallRecord } from "../journal/call-record.js";
 import { callSearch } from "../journal/call-search.js";
 import { callSummary } from "../journal/call-summary.js";
-import { callView } from "../journal/call-view.js";
+import { callJson, callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
@@ -109,8 +110,44 @@ const callQuery = z
     patient: z.string().min(1).optional(),
     q: z.string().optional(),
     view: z.enum(["full", "summary"]).optional(),
+    format: z.enum(["json", "ndjson"]).optional(),
   })
   .strict();
+
+/** Listings are sent in chunks of about this size. */
+const CHUNK = 64 * 1024;
+
+/** How a listing writes a call: whole (callJson), or its summary (view=summary). */
+type CallText = (call: CallRecord) => string;
+
+const summaryJson: CallText = (call) => JSON.stringify(callSummary(call));
+
+/**
+ * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
+ * of about 64 KiB: a full journal is never one string, and one write per call would cost more than the call.
+ */
+function callsStream(
+  calls: readonly CallRecord[],
+  text: { open: string; separator: string; close: string },
+  serialize: CallText = callJson,
+): ReadableStream<Uint8Array> {
+  let i = 0;
+  return new ReadableStream<Uint8Array>({
+    pull(controller) {
+      let chunk = i === 0 ? text.open : "";
+      while (i < calls.length && chunk.length < CHUNK) {
+        chunk += (i > 0 ? text.separator : "") + serialize(calls[i++] as CallRecord);
+      }
+      if (i >= calls.length) chunk += text.close;
+      if (chunk !== "") controller.enqueue(Buffer.from(chunk, "utf8"));
+      if (i >= calls.length) controller.close();
+    },
+  });
+}
+
+/** One call a line (NDJSON). */
+const ndjsonStream = (calls: readonly CallRecord[], serialize: CallText = callJson) =>
+  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" }, serialize);
 
 async function jsonBody(
   c: Context,
@@ -182,6 +219,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
         bodyBytes: deps.journal.bytes,
         maxBodyBytes: deps.journal.limits.maxBytes,
       },
+      store: deps.store.counts(),
       memory: {
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
@@ -214,16 +252,27 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    const { status, code, patient, q, view, ...filter } = query.data;
-    if (filter.operation !== undefined) {
-      const resolved = names.resolve(filter.operation);
+    const { format, status, code, patient, q, view, ...pageQuery } = query.data;
+    if (pageQuery.operation !== undefined) {
+      const resolved = names.resolve(pageQuery.operation);
       if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
-      filter.operation = resolved.id;
+      pageQuery.operation = resolved.id;
     }
     const where = callSearch({ status, code, patient, text: q });
-    const page = deps.journal.page({ ...filter, ...(where ? { where } : {}) });
-    const shown = view === "summary" ? page.calls.map(callSummary) : page.calls.map(callView);
-    return c.json({ calls: shown, next: page.next === null ? null : String(page.next) });
+    const page = deps.journal.page({ ...pageQuery, ...(where ? { where } : {}) });
+    const next = page.next === null ? null : String(page.next);
+    const serialize = view === "summary" ? summaryJson : callJson;
+    if (format === "ndjson") {
+      return c.body(ndjsonStream(page.calls, serialize), 200, {
+        "content-type": "application/x-ndjson; charset=utf-8",
+        ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
+      });
+    }
+    // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
+    const close = `],"next":${JSON.stringify(next)}}`;
+    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }, serialize), 200, {
+      "content-type": "application/json",
+    });
   });
 
   // Server-sent events for the dashboard: calls, orders and scenario reloads as they happen.
@@ -252,18 +301,9 @@ export function adminRoutes(deps: AdminDeps): Hono {
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    const calls = one ? [one] : deps.journal.list();
-    const encoder = new TextEncoder();
-    let i = 0;
-    // One line per call, produced as the client reads, so a full journal is never one big string.
-    const stream = new ReadableStream<Uint8Array>({
-      pull(controller) {
-        const call = calls[i++];
-        if (call) controller.enqueue(encoder.encode(`${JSON.stringify(callView(call))}\n`));
-        else controller.close();
-      },
+    return c.body(ndjsonStream(one ? [one] : deps.journal.list()), 200, {
+      "content-type": "application/x-ndjson; charset=utf-8",
     });
-    return c.body(stream, 200, { "content-type": "application/x-ndjson; charset=utf-8" });
   });
 
   admin.delete("/calls", (c) => {

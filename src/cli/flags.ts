@@ -92,6 +92,18 @@ export const SERVE_FLAGS: readonly Flag[] = [
     String(DEFAULT_OPTIONS.journalLimit),
     "most calls the journal keeps; oldest dropped first",
   ),
+  flag(
+    "max-patients",
+    "integer",
+    String(DEFAULT_OPTIONS.maxPatients),
+    "patients kept (fixtures and patients rules name are extra); the least recently used is forgotten first",
+  ),
+  flag(
+    "max-records-per-patient",
+    "integer",
+    String(DEFAULT_OPTIONS.maxRecordsPerPatient),
+    "records kept per patient, removed ones included; the oldest is forgotten first",
+  ),
   flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
   flag(
     "emirates-id-system",
@@ -312,6 +324,8 @@ export function resolveServeConfig(
       responseEnvelope: v["response-envelope"] as boolean,
       businessErrors: v["business-errors"] as "message" | "http",
       journalLimit: v["journal-limit"] as number,
+      maxPatients: v["max-patients"] as number,
+      maxRecordsPerPatient: v["max-records-per-patient"] as number,
       operationsFile: (v.operations as string | undefined) || undefined,
       emiratesIdSystem: v["emirates-id-system"] as string,
       validation: v.validation as SandboxOptions["validation"],

@@ -16,6 +16,10 @@ export interface SandboxOptions {
   businessErrors: "message" | "http";
   /** Most calls the journal keeps; the oldest are dropped first. */
   journalLimit: number;
+  /** Patients the store keeps besides fixtures and patients scenario rules name; the least recently used goes first. */
+  maxPatients: number;
+  /** Records kept per patient; the oldest goes first. */
+  maxRecordsPerPatient: number;
   /** An operations file that renames event codes, adds aliases or moves paths. */
   operationsFile: string | undefined;
   /** Identifier system of Emirates IDs: given to generated patients, checked in messages. */
@@ -71,6 +75,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   responseEnvelope: false,
   businessErrors: "message",
   journalLimit: 10_000,
+  maxPatients: 1_000,
+  maxRecordsPerPatient: 50,
   operationsFile: undefined,
   emiratesIdSystem: "urn:ae:emirates-id",
   validation: "strict",

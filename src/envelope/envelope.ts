@@ -6,7 +6,13 @@ import { describeJsonType, isObject, parseJson } from "./json.js";
 export type EnvelopeForm = "envelope" | "bundle" | "parameters";
 
 export type DecodedEnvelope =
-  | { ok: true; form: EnvelopeForm; bundle: Record<string, unknown> }
+  | {
+      ok: true;
+      form: EnvelopeForm;
+      bundle: Record<string, unknown>;
+      /** The Bundle's JSON text as received, when it came as text (not as a Parameters resource). */
+      text?: string;
+    }
   | { ok: false; issues: Issue[] };
 
 const ENVELOPE_SHAPE = 'the body must be {"content": "<the message Bundle serialized as a JSON string>"}';
@@ -26,7 +32,7 @@ export function decodeEnvelope(text: string, lenient: boolean): DecodedEnvelope 
     return fail("structure", `The request body is ${describeJsonType(value)}, not a JSON object; ${ENVELOPE_SHAPE}.`);
   }
   if (value.resourceType === "Bundle") {
-    if (lenient) return { ok: true, form: "bundle", bundle: value };
+    if (lenient) return { ok: true, form: "bundle", bundle: value, text };
     return fail(
       "structure",
       `The body is a bare Bundle; ${ENVELOPE_SHAPE} (JSON.stringify the Bundle into "content"), or start the sandbox with --lenient-envelope.`,
@@ -77,7 +83,7 @@ function fromContent(content: unknown, name: string): DecodedEnvelope {
       `"${name}" holds ${describeJsonType(parsed.value)}, not a FHIR resource; it must hold a serialized Bundle of type "message".`,
     );
   }
-  return { ok: true, form: "envelope", bundle: parsed.value };
+  return { ok: true, form: "envelope", bundle: parsed.value, text: content };
 }
 
 function fromParameters(parameters: Record<string, unknown>): DecodedEnvelope {

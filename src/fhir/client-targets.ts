@@ -8,7 +8,9 @@ function referencesIn(node: unknown, out: string[] = []): string[] {
   if (Array.isArray(node)) {
     for (const item of node) referencesIn(item, out);
   } else if (node !== null && typeof node === "object") {
-    for (const [key, value] of Object.entries(node)) {
+    const record = node as Record<string, unknown>;
+    for (const key in record) {
+      const value = record[key];
       if (key === "reference" && typeof value === "string") out.push(value);
       else if (typeof value === "object") referencesIn(value, out);
     }

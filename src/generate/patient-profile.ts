@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { base, en, Faker } from "@faker-js/faker";
+import type { Faker } from "@faker-js/faker";
 import type {
   AllergyIntolerance,
   Coding,
@@ -16,6 +16,7 @@ import { birthYearOf, EMIRATES_ID_SYSTEM, emiratesId } from "../domain/emirates-
 import { DIASTOLIC, LOINC, SYSTOLIC, UCUM, VITAL_SIGNS_CATEGORY, vitalSign } from "../domain/vital-signs.js";
 import { stableUuid } from "../fhir/ids.js";
 import { ALLERGENS, CONDITIONS, PROCEDURES, TASK_KIND_SYSTEM, TASK_TEMPLATES } from "./clinical-codes.js";
+import { englishFaker } from "./faker.js";
 import { EMIRATES, FAMILY, FEMALE_GIVEN, MALE_GIVEN } from "./names.js";
 
 /** Generated dates count back from this fixed day, so a profile is the same on every run. */
@@ -52,7 +53,7 @@ export const GENERATED_TAG = {
 
 function seededFaker(seed: string, key: string): Faker {
   const digest = createHash("sha256").update(`${seed}\u0000${key}`).digest();
-  const faker = new Faker({ locale: [en, base] });
+  const faker = englishFaker();
   faker.seed([digest.readUInt32BE(0), digest.readUInt32BE(4), digest.readUInt32BE(8), digest.readUInt32BE(12)]);
   return faker;
 }

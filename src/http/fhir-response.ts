@@ -10,6 +10,10 @@ export interface EdgeVariables {
   call: { id: string; at: Date };
   bodyText: string;
   responseText: string;
+  /** The request body parsed as JSON (the pipeline read it), for the journal. */
+  requestJson: boolean;
+  /** responseText is JSON the sandbox serialized, for the journal. */
+  responseJson: boolean;
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
@@ -44,6 +48,7 @@ export function fhirResponse(
 ): Response {
   const text = serialized ?? JSON.stringify(body);
   c.set("responseText", text);
+  c.set("responseJson", true);
   return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
 }
 

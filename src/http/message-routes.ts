@@ -68,6 +68,7 @@ export function mountMessageRoutes(
         call: c.get("call"),
         ...(access ? { access } : {}),
       });
+      c.set("requestJson", answer.requestJson === true);
       c.set("operation", answer.operation);
       c.set("messageId", answer.messageId);
       c.set("duplicate", answer.duplicate);

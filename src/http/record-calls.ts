@@ -25,6 +25,8 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
     c.set("call", { id, at });
     c.set("bodyText", "");
     c.set("responseText", "");
+    c.set("requestJson", false);
+    c.set("responseJson", false);
     c.set("operation", null);
     c.set("messageId", null);
     c.set("duplicate", false);
@@ -63,6 +65,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         ...(c.get("upstream") ? { upstream: c.get("upstream") as string } : {}),
         ...(c.get("trace") ? { trace: c.get("trace") } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
+        ...(c.get("requestJson") && c.get("responseJson") && !unanswered ? { jsonBodies: true as const } : {}),
         request: {
           method: c.req.method,
           url: url.href,

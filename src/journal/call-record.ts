@@ -38,6 +38,11 @@ export interface CallDraft {
   attempt?: number;
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
   trace?: RuleTrace;
+  /**
+   * Both bodies are known to be JSON text (or empty): the request parsed, the answer was serialized by the
+   * sandbox. Views then put them into their JSON as they are, without parsing them again (callJson).
+   */
+  jsonBodies?: true;
 }
 
 export interface CallRecord extends Omit<CallDraft, "id"> {

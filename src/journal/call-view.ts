@@ -11,13 +11,54 @@ function shown(text: string): unknown {
 
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
-  const { size: _size, trace: _trace, at, request, response, ...rest } = call;
+  const { size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   return {
     ...rest,
     at: at.toISOString(),
     request: { ...request, body: shown(request.body) },
     response: response ? { ...response, body: shown(response.body) } : null,
   };
+}
+
+const BODY_SLOT = '"body":null}';
+
+/**
+ * `JSON.stringify(callView(call))`, its `id` first and then `head`'s
+ * members, without parsing and re-serializing bodies known to be JSON
+ * (`jsonBodies`): their text goes into the line as it is. Parsing and
+ * serializing a call's bodies again cost a hundred microseconds per call, on
+ * every journal-file write and listing.
+ *
+ * @example
+ *   writeSync(fd, `${callJson(call, { highestIdIssued: "12" })}\n`);
+ */
+export function callJson(call: CallRecord, head: Record<string, unknown> = {}): string {
+  if (!call.jsonBodies) {
+    const { id, ...view } = callView(call);
+    return JSON.stringify({ id, ...head, ...view });
+  }
+  const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
+  const skeleton = JSON.stringify({
+    id,
+    ...head,
+    ...rest,
+    at: at.toISOString(),
+    request: { ...request, body: null },
+    response: response ? { ...response, body: null } : null,
+  });
+  // A body is the last member of its object; no JSON string can hold `"body":null}` unescaped, so the first slot is
+  // the request's and the last the response's.
+  const first = skeleton.indexOf(BODY_SLOT);
+  const slot = (text: string) => `"body":${text === "" ? "null" : text}}`;
+  if (!response) return skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length);
+  const last = skeleton.lastIndexOf(BODY_SLOT);
+  return (
+    skeleton.slice(0, first) +
+    slot(request.body) +
+    skeleton.slice(first + BODY_SLOT.length, last) +
+    slot(response.body) +
+    skeleton.slice(last + BODY_SLOT.length)
+  );
 }
 
 const bundles = new WeakMap<CallRecord, Record<string, unknown> | null>();

@@ -1,7 +1,7 @@
 import { appendFileSync, closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import type { SandboxEvents } from "../events.js";
 import type { CallRecord } from "./call-record.js";
-import { callView } from "./call-view.js";
+import { callJson } from "./call-view.js";
 import { type FileLine, linesFromEnd } from "./lines-from-end.js";
 
 export interface JournalFileDeps {
@@ -142,8 +142,8 @@ export class JournalFile {
   #append(record: CallRecord): void {
     const fd = this.#fd;
     if (fd === undefined) return;
-    const { id, ...view } = callView(record);
-    const json = JSON.stringify({ id, highestIdIssued: String(this.deps.highestIdIssued()), ...view });
+    // Bodies spliced in as serialized (callJson), not parsed and serialized again.
+    const json = callJson(record, { highestIdIssued: String(this.deps.highestIdIssued()) });
     const line = Buffer.from(`${this.#partial ? "\n" : ""}${json}\n`);
     let offset = 0;
     try {

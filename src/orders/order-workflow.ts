@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { base, en, Faker } from "@faker-js/faker";
+import type { Faker } from "@faker-js/faker";
 import type { DeviceRequest, MedicationDispense, MedicationRequest, Patient, Resource, Task } from "fhir/r4.js";
 import type { Logger } from "../app.js";
 import { emiratesId } from "../domain/emirates-id.js";
@@ -7,6 +7,7 @@ import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { outboundMessage } from "../fhir/response-message.js";
 import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
+import { englishFaker } from "../generate/faker.js";
 import type { PushDispatcher, PushResult } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import { bestOption, readConfirmation } from "./confirmation.js";
@@ -144,7 +145,7 @@ export class OrderWorkflow {
     }
     const n = ++this.#sequence;
     const id = String(n);
-    const faker = new Faker({ locale: [en, base] });
+    const faker = englishFaker();
     const digest = createHash("sha256").update(`${deps.seed}\u0000order\u0000${n}`).digest();
     faker.seed([digest.readUInt32BE(0), digest.readUInt32BE(4)]);
 

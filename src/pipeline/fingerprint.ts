@@ -39,3 +39,31 @@ export function messageFingerprint(bundle: Record<string, unknown>): string {
   for (const [key, value] of Object.entries(bundle)) if (!VOLATILE.has(key)) content[key] = value;
   return createHash("sha256").update(canonical(content)).digest("base64");
 }
+
+/** Messages up to this many characters of JSON are remembered as their text, larger ones by their fingerprint. */
+const KEPT_AS_TEXT = 8 * 1024;
+
+/**
+ * What the duplicate memory keeps of a message to tell an exact resend:
+ * its JSON text while small (hashing every message costs a twentieth of its
+ * processing; a resend is rare), else its fingerprint, taken at once.
+ */
+export type MessageIdentity = { text: string } | { fingerprint: string };
+
+/** The identity of a message Bundle; `text` is its JSON as received, when there is one. Take it before a handler runs. */
+export function messageIdentity(bundle: Record<string, unknown>, text: string | undefined): MessageIdentity {
+  return text !== undefined && text.length <= KEPT_AS_TEXT ? { text } : { fingerprint: messageFingerprint(bundle) };
+}
+
+/** Whether `bundle` is the message remembered as `earlier`, resent (same text, or the same fingerprint). */
+export function sameMessage(
+  earlier: MessageIdentity,
+  bundle: Record<string, unknown>,
+  text: string | undefined,
+): boolean {
+  if ("text" in earlier) {
+    if (earlier.text === text) return true;
+    return messageFingerprint(JSON.parse(earlier.text) as Record<string, unknown>) === messageFingerprint(bundle);
+  }
+  return earlier.fingerprint === messageFingerprint(bundle);
+}

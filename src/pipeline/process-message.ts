@@ -1,6 +1,6 @@
 import type { Bundle, OperationOutcome } from "fhir/r4.js";
 import { type Access, authorize, type Refusal } from "../auth/bearer.js";
-import { decodeEnvelope } from "../envelope/envelope.js";
+import { type DecodedEnvelope, decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
@@ -14,7 +14,7 @@ import { scriptedReply } from "../scenarios/respond.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
-import { messageFingerprint } from "./fingerprint.js";
+import { type MessageIdentity, messageIdentity, sameMessage } from "./fingerprint.js";
 import type { ReplayCache } from "./replay-cache.js";
 
 /** A POST to a message path, as the HTTP edge hands it over. */
@@ -54,20 +54,22 @@ export interface Answer {
   forward?: true;
   /** `body` as JSON text, when the pipeline serialized it already. */
   serialized?: string;
+  /** The request body was JSON (the envelope could be read). */
+  requestJson?: true;
   /** How the scenario rules decided, when they were consulted (for explaining the call later). */
   trace?: RuleTrace;
 }
 
 /**
- * A processed answer as the duplicate memory keeps it: serialized UTF-8, a
- * fraction of the object graph's size; with the message's content fingerprint
- * (a hash, not the content) and the call that brought it.
+ * A processed answer as the duplicate memory keeps it: the serialized body
+ * (the same string the journal holds for the call, so no second copy), what
+ * tells an exact resend of the message, and the call that brought it.
  */
 export interface StoredAnswer {
   status: number;
-  body: Buffer;
-  /** messageFingerprint of the message answered. */
-  fingerprint: string;
+  body: string;
+  /** The message answered, as messageIdentity took it. */
+  identity: MessageIdentity;
   /** Journal id of the call, when known. */
   callId: string | undefined;
   at: Date;
@@ -173,7 +175,10 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     if (!envelope.ok) return notProcessed(400, envelope.issues);
+    return { ...(await processEnvelope(inbound, envelope)), requestJson: true };
+  };
 
+  async function processEnvelope(inbound: InboundMessage, envelope: DecodedEnvelope & { ok: true }): Promise<Answer> {
     // Every resource of the message against R4, before anything else (CONTRACT §11).
     const checked = validateMessage(envelope.bundle, options);
     const read = readMessage(envelope.bundle);
@@ -236,21 +241,21 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     if (options.proxy) return forward({ operation, messageId, ...ruled });
 
-    // Once per processed message, before a handler could touch the message.
-    const fingerprint = messageFingerprint(message.bundle as unknown as Record<string, unknown>);
+    // Before a handler could touch the message.
+    const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
-    if (earlier?.fingerprint === fingerprint) {
-      const text = earlier.body.toString("utf8");
+    if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
       return {
-        ...answer(earlier.status, JSON.parse(text), { operation, messageId }),
+        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
         duplicate: true,
         ...ruled,
         headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
-        serialized: text,
+        serialized: earlier.body,
       };
     }
     if (earlier)
       return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
+    const identity = messageIdentity(bundle, envelope.text);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -283,13 +288,13 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const serialized = JSON.stringify(built.body);
     deps.replays.remember(messageId, {
       status: built.status,
-      body: Buffer.from(serialized, "utf8"),
-      fingerprint,
+      body: serialized,
+      identity,
       callId: inbound.call?.id,
       at: inbound.call?.at ?? deps.now(),
     });
     return { ...built, ...ruled, serialized };
-  };
+  }
 }
 
 export type MessagePipeline = ReturnType<typeof createMessagePipeline>;

@@ -42,6 +42,8 @@ export function applyFixtures(scenarios: readonly LoadedScenario[], targets: Fix
         { records: fixture.generated === true },
       );
       const patientId = patient.id as string;
+      // Fixture patients stay whatever the store's limits: scenarios and tests rely on them.
+      targets.store.pin(patientId);
       for (const [list, field] of LISTS) {
         (fixture[list] ?? []).forEach((record, i) => {
           const resource = record as unknown as Resource;
@@ -60,4 +62,14 @@ export function applyFixtures(scenarios: readonly LoadedScenario[], targets: Fix
       });
     }
   }
+}
+
+/** The patient keys scenario rules match on (`when.patient`): such patients are kept whatever the store's limits. */
+export function rulePatientKeys(scenarios: readonly LoadedScenario[]): string[] {
+  return scenarios.flatMap(({ scenario }) =>
+    (scenario.rules ?? []).flatMap((rule) => {
+      const patient = rule.when?.patient;
+      return patient === undefined ? [] : Array.isArray(patient) ? patient : [patient];
+    }),
+  );
 }

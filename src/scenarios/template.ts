@@ -1,5 +1,5 @@
-import { base, en, Faker } from "@faker-js/faker";
 import { compilePath } from "../fhir/fhirpath.js";
+import { englishFaker } from "../generate/faker.js";
 import { nearest } from "../text/suggest.js";
 
 /**
@@ -60,7 +60,7 @@ const FAKER_MODULES = new Set([
   "commerce",
 ]);
 
-const faker = new Faker({ locale: [en, base] });
+const faker = englishFaker();
 
 function compileExpression(source: string): { ok: true; part: Part } | { ok: false; problem: string } {
   const call = CALL.exec(source);

@@ -12,6 +12,24 @@ export interface StoreDeps {
   newId(): string;
 }
 
+/** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
+export interface StoreLimits {
+  /** Patients kept besides the pinned ones; the least recently used is forgotten first. */
+  patients: number;
+  /** Records kept per patient (removed ones included); the oldest is forgotten first. */
+  recordsPerPatient: number;
+}
+
+/** What the store holds and may hold, for GET /__admin/health. */
+export interface StoreCounts {
+  patients: number;
+  pinnedPatients: number;
+  records: number;
+  evictedPatients: number;
+  evictedRecords: number;
+  limits: StoreLimits;
+}
+
 /** A patient's whole state, for the admin API. */
 export interface PatientState {
   patient: Patient;
@@ -41,27 +59,81 @@ interface Held {
  * resource is frozen and handed out as is (no copy on every read, the
  * request path's biggest cost before): callers build new objects to change
  * one, and the store keeps what it was given, so give it objects you own.
+ *
+ * Bounded (StoreLimits): past `patients`, the least recently used patient is
+ * forgotten with its records — a later message naming it generates the same
+ * profile again, from the seed — except pinned ones (fixtures, and patients
+ * that scenario rules name), which stay; past `recordsPerPatient`, a
+ * patient's oldest record is forgotten.
  */
 export class SandboxStore {
   readonly #patients = new Map<string, Patient>();
   readonly #keys = new Map<string, string>();
+  /** Each patient's keys, to forget them with it. */
+  readonly #keysOf = new Map<string, string[]>();
   readonly #records = new Map<string, Held>();
   readonly #byPatient = new Map<string, string[]>();
+  /** Unpinned patient ids, least recently used first (a Set keeps insertion order: touching re-inserts). */
+  readonly #recent = new Set<string>();
+  readonly #pinned = new Set<string>();
+  #pinnedKeys: ReadonlySet<string> = new Set();
+  #evictedPatients = 0;
+  #evictedRecords = 0;
 
-  constructor(private readonly deps: StoreDeps) {}
+  constructor(
+    private readonly deps: StoreDeps,
+    readonly limits: StoreLimits = { patients: Number.POSITIVE_INFINITY, recordsPerPatient: Number.POSITIVE_INFINITY },
+  ) {}
 
-  /** The patient any of these keys names, if the sandbox knows it. */
+  /** The patient any of these keys names, if the sandbox knows it (it becomes the most recently used). */
   findPatient(identity: PatientIdentity): Patient | undefined {
     for (const key of identity.keys) {
       const id = this.#keys.get(key);
-      if (id) return this.#patients.get(id);
+      if (id) return this.#touch(id);
     }
     return undefined;
   }
 
   /** The patient with this server id, if the sandbox knows it. */
   patient(id: string): Patient | undefined {
-    return this.#patients.get(id);
+    return this.#touch(id);
+  }
+
+  #touch(id: string): Patient | undefined {
+    const patient = this.#patients.get(id);
+    if (patient && this.#recent.delete(id)) this.#recent.add(id);
+    return patient;
+  }
+
+  /** Keeps this patient whatever the limits (fixtures). */
+  pin(id: string): void {
+    if (!this.#patients.has(id)) return;
+    this.#pinned.add(id);
+    this.#recent.delete(id);
+  }
+
+  /**
+   * Patients known by any of these keys are pinned, now and when they appear
+   * (the patients scenario rules name, such as the magic test patients).
+   */
+  pinKeys(keys: Iterable<string>): void {
+    this.#pinnedKeys = new Set(keys);
+    for (const key of this.#pinnedKeys) {
+      const id = this.#keys.get(key);
+      if (id) this.pin(id);
+    }
+  }
+
+  /** How many patients and records are held, the limits, and what the limits made the store forget. */
+  counts(): StoreCounts {
+    return {
+      patients: this.#patients.size,
+      pinnedPatients: this.#pinned.size,
+      records: this.#records.size,
+      evictedPatients: this.#evictedPatients,
+      evictedRecords: this.#evictedRecords,
+      limits: { ...this.limits },
+    };
   }
 
   /**
@@ -94,13 +166,50 @@ export class SandboxStore {
       id,
       ...(patient.identifier ?? []).flatMap((i) => (i.value ? [identifierKey(i.system, i.value)] : [])),
     ];
-    for (const key of all) if (!this.#keys.has(key)) this.#keys.set(key, id);
+    const own = this.#keysOf.get(id) ?? [];
+    for (const key of all) {
+      if (this.#keys.has(key)) continue;
+      this.#keys.set(key, id);
+      own.push(key);
+    }
+    this.#keysOf.set(id, own);
     if (!this.#byPatient.has(id)) this.#byPatient.set(id, []);
+    if (this.#pinned.has(id)) return;
+    if (own.some((key) => this.#pinnedKeys.has(key))) {
+      this.#pinned.add(id);
+      return;
+    }
+    this.#recent.delete(id);
+    this.#recent.add(id);
+    // The newest patient is never the one forgotten: it is about to be used.
+    while (this.#recent.size > this.limits.patients) {
+      const oldest = this.#recent.values().next().value as string;
+      this.#forgetPatient(oldest);
+    }
+  }
+
+  #forgetPatient(id: string): void {
+    this.#recent.delete(id);
+    this.#patients.delete(id);
+    for (const key of this.#keysOf.get(id) ?? []) this.#keys.delete(key);
+    this.#keysOf.delete(id);
+    for (const ref of this.#byPatient.get(id) ?? []) this.#records.delete(ref);
+    this.#byPatient.delete(id);
+    this.#evictedPatients++;
   }
 
   #hold(resource: Resource, patientId: string): void {
     const ref = `${resource.resourceType}/${resource.id}`;
-    if (!this.#records.has(ref)) this.#byPatient.get(patientId)?.push(ref);
+    if (!this.#records.has(ref)) {
+      const refs = this.#byPatient.get(patientId);
+      // Its patient was forgotten meanwhile (a message naming more patients than the limit): nothing to keep it for.
+      if (!refs) return;
+      refs.push(ref);
+      while (refs.length > this.limits.recordsPerPatient) {
+        this.#records.delete(refs.shift() as string);
+        this.#evictedRecords++;
+      }
+    }
     this.#records.set(ref, { resource: deepFreeze(resource), patientId });
   }
 
@@ -201,7 +310,7 @@ export class SandboxStore {
     const id = this.#keys.get(key);
     const patient = id ? this.#patients.get(id) : undefined;
     if (!id || !patient) return undefined;
-    const keys = [...this.#keys].filter(([, v]) => v === id).map(([k]) => k);
+    const keys = [...(this.#keysOf.get(id) ?? [])];
     return {
       patient,
       keys,
@@ -213,8 +322,13 @@ export class SandboxStore {
   clear(): void {
     this.#patients.clear();
     this.#keys.clear();
+    this.#keysOf.clear();
     this.#records.clear();
     this.#byPatient.clear();
+    this.#recent.clear();
+    this.#pinned.clear();
+    this.#evictedPatients = 0;
+    this.#evictedRecords = 0;
   }
 }
 

@@ -1,18 +1,20 @@
 // Benchmark section: cold start. From spawning `node dist/cli/main.js serve
 // --port 0 --host 127.0.0.1` (the shipped scenarios folder, the CLI's default)
-// to the first 200 from /__admin/health: the child's stdout is watched for
-// the listening line, then health is fetched once. Node's own start
+// to the first 200 on a message: the child's stdout is watched for the
+// listening line, then one add-allergy message is posted. Node's own start
 // (`node -e 0`) is measured alongside, as the floor.
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import { fmt, median } from "./load.mjs";
+import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
+import { fmt, median, post } from "./load.mjs";
+import { addAllergyEnvelope, MESSAGE_ID } from "./messages.mjs";
 
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const STARTS = 5;
 const START_TIMEOUT_MS = 20_000;
-/** Target from the issue (#6): documented, not asserted. */
-const TARGET_MS = 1000;
+/** Target from issue #11: documented, not asserted. */
+const TARGET_MS = 400;
 
 /** Ends a child we started: SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
 export async function stopChild(child, graceMs = 5000) {
@@ -71,9 +73,10 @@ async function oneStart() {
   try {
     const url = await listeningUrl(child, START_TIMEOUT_MS);
     const listening = performance.now() - started;
-    const res = await fetch(`${url}/__admin/health`, { signal: AbortSignal.timeout(START_TIMEOUT_MS) });
-    await res.text();
-    if (res.status !== 200) throw new Error(`/__admin/health answered ${res.status}`);
+    const body = addAllergyEnvelope().replace(MESSAGE_ID, `cold-${started}`);
+    const answer = await post(undefined, `${url}${STANDARD_PATH}`, body, START_TIMEOUT_MS);
+    if (answer.status !== 200)
+      throw new Error(`the first message was answered ${answer.status}: ${answer.body.slice(0, 300)}`);
     return { listening, firstOk: performance.now() - started };
   } finally {
     await stopChild(child);
@@ -108,7 +111,7 @@ export const coldStart = {
     const markdown = [
       `${STARTS} starts of \`node dist/cli/main.js serve --port 0 --host 127.0.0.1\` from the repository root ` +
         "(so the shipped scenarios/ folder is loaded and watched, as by default); the clock runs from spawn to the " +
-        "first 200 from GET /__admin/health, fetched once the listening line is on stdout. `node -e 0` measured " +
+        "first 200 on an add-allergy message, posted once the listening line is on stdout. `node -e 0` measured " +
         "alongside, interleaved.",
       "",
       "| ratio | median |",
@@ -117,7 +120,7 @@ export const coldStart = {
       "",
       "| what | median ms | each run, ms |",
       "|---|---|---|",
-      `| sandbox: spawn → first 200 on /__admin/health | ${fmt(firstOk, 0)} | ${list(starts.map((s) => s.firstOk))} |`,
+      `| sandbox: spawn → first 200 on a message | ${fmt(firstOk, 0)} | ${list(starts.map((s) => s.firstOk))} |`,
       `| sandbox: spawn → listening line | ${fmt(listening, 0)} | ${list(starts.map((s) => s.listening))} |`,
       `| node -e 0: spawn → exit | ${fmt(node, 0)} | ${list(bare)} |`,
     ].join("\n");
@@ -125,10 +128,10 @@ export const coldStart = {
       markdown,
       summary: [
         {
-          what: "cold start, spawn → first 200 (median of 5)",
+          what: "cold start, spawn → first 200 on a message (median of 5)",
           value: `${fmt(firstOk, 0)} ms (${fmt(firstOk / node, 1)}× node -e 0)`,
-          target: `< ${TARGET_MS} ms`,
-          met: firstOk < TARGET_MS,
+          target: `≤ ${TARGET_MS} ms`,
+          met: firstOk <= TARGET_MS,
         },
       ],
     };

@@ -1,23 +1,23 @@
-// Benchmark section: resident memory of the sandbox CLI after 100,000
-// recorded calls with the default journal limit (10,000). The server is a
-// child process (`node dist/cli/main.js serve`, shipped scenarios), forked
-// with --expose-gc and a preloaded probe (memory-probe.mjs) that reports
-// process.memoryUsage() after a full GC over the IPC channel.
-import { fork } from "node:child_process";
+// Benchmark section: memory with default settings, and the journal as a
+// product. The CLI (pinned, `--expose-gc` and memory-probe.mjs preloaded, which
+// runs full GCs and reports process.memoryUsage() over IPC) is sent 100,000
+// add-allergy messages over 1,000 patients; RSS is read from /proc at 10,000,
+// 50,000 and 100,000 (as the OS sees it, before any forced GC) and after GC.
+// Then, on its full default journal: GET /__admin/calls first pages, the whole
+// journal as NDJSON (MB/s), and the heap the journal holds per call.
 import { once } from "node:events";
-import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
-import { listeningUrl, stopChild } from "./cold-start.mjs";
-import { adminCall, drive, fmt, int, post, within } from "./load.mjs";
-import { PATIENTS, uniqueIds, viewProfileEnvelope } from "./messages.mjs";
+import { adminCall, fmt, int, median, post, within } from "./load.mjs";
+import { addAllergyEnvelope, benchEmiratesId } from "./messages.mjs";
+import { load, pinning, rssOf, startPinned, timedGet } from "./pinned.mjs";
 
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
-const PROBE = new URL("./memory-probe.mjs", import.meta.url).href;
-const CONNECTIONS = 10;
-/** Target from the issue (#6): documented, not asserted. */
-const TARGET_MB = 300;
+const PROBE = fileURLToPath(new URL("./memory-probe.mjs", import.meta.url));
+const PATIENTS = 1000;
+const CONNECTIONS = 16;
 const MB = 1024 * 1024;
+/** Targets of issue #11: documented, not asserted. */
+export const TARGETS = { rssMB: 200, flat: 1.05, firstPageMs: 50, ndjsonMBps: 50 };
 
 function calls() {
   const raw = process.env.BENCH_MEMORY_CALLS;
@@ -26,8 +26,8 @@ function calls() {
   return n;
 }
 
-/** Asks the child for its memory after a full GC. */
-async function measure(child, timeoutMs) {
+/** process.memoryUsage() of the child after full GCs. */
+async function afterGc(child, timeoutMs) {
   const answer = once(child, "message");
   child.send({ type: "measure" });
   const [memory] = await within(answer, timeoutMs, "memory report from the sandbox");
@@ -35,109 +35,186 @@ async function measure(child, timeoutMs) {
   return memory;
 }
 
-/** Peak resident set (VmHWM) of a process, from /proc; undefined where there is no /proc. */
-function peakRss(pid) {
+/** timedGet, failing on an answer other than 200. */
+async function get(url, timeoutMs) {
+  const answer = await timedGet(url, timeoutMs);
+  if (answer.status !== 200) throw new Error(`GET ${url} answered ${answer.status}`);
+  return answer;
+}
+
+/** The Docker image's heap limit (Dockerfile NODE_OPTIONS). */
+const IMAGE_HEAP = "--max-old-space-size=320";
+
+/** RSS of the CLI run with the image's heap limit, after each checkpoint of the same load. */
+async function withImageHeap(templates, checkpoints) {
+  const server = await startPinned({ kind: "sandbox", args: ["--no-watch"], nodeOptions: [IMAGE_HEAP] });
   try {
-    const kb = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-    return kb === undefined ? undefined : Number(kb) * 1024;
-  } catch {
-    return undefined;
+    const rows = [];
+    let sent = 0;
+    for (const checkpoint of checkpoints) {
+      const url = `${server.url}${STANDARD_PATH}`;
+      await load(
+        { url, templates, prefix: `img-${sent}`, connections: CONNECTIONS, amount: checkpoint - sent },
+        600_000,
+      );
+      sent = checkpoint;
+      rows.push({ sent, rss: rssOf(server.pid).rss });
+    }
+    return { rows, peak: rssOf(server.pid).peak };
+  } finally {
+    await server.stop();
   }
 }
 
 export const memory = {
   id: "memory",
-  title: "Memory: resident set after 100,000 recorded calls",
+  title: "Memory after 100,000 add-allergy messages over 1,000 patients, and the journal on a full default journal",
   /** @param {{ timeoutMs: number }} settings */
   async run(settings) {
     const total = calls();
     const checkpoints = [...new Set([Math.min(10_000, total), Math.min(50_000, total), total])];
-    const child = fork(
-      fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url)),
-      ["serve", "--port", "0", "--host", "127.0.0.1"],
-      {
-        cwd: ROOT,
-        execArgv: ["--expose-gc", "--import", PROBE],
-        stdio: ["ignore", "pipe", "pipe", "ipc"],
-      },
-    );
+    const server = await startPinned({
+      kind: "sandbox",
+      args: ["--no-watch"],
+      nodeOptions: ["--expose-gc", "--import", PROBE],
+      ipc: true,
+    });
     try {
-      const base = await listeningUrl(child, 20_000);
+      const base = server.url;
       const url = `${base}${STANDARD_PATH}`;
-      const envelopes = PATIENTS.map(viewProfileEnvelope);
-      const sample = await post(undefined, url, uniqueIds(envelopes, "mem-check")(0), settings.timeoutMs);
-      if (sample.status !== 200 || !sample.body.includes('"code":"ok"')) {
-        throw new Error(
-          `expected a 200 ok view-patient-profile answer, got ${sample.status}: ${sample.body.slice(0, 300)}`,
-        );
-      }
-      await adminCall(base, "DELETE", "/__admin/calls", undefined, settings.timeoutMs);
-      const rows = [{ calls: 0, journal: 0, seconds: 0, memory: await measure(child, settings.timeoutMs) }];
+      const templates = Array.from({ length: PATIENTS }, (_, i) => addAllergyEnvelope(benchEmiratesId(i + 1)));
+      const check = await post(undefined, url, templates[0].replace("__MESSAGE_ID__", "mem-check"), settings.timeoutMs);
+      if (check.status !== 200) throw new Error(`expected 200, got ${check.status}: ${check.body.slice(0, 300)}`);
+      const start = { ...rssOf(server.pid), gc: await afterGc(server.child, settings.timeoutMs) };
+      const rows = [];
       let sent = 0;
       for (const checkpoint of checkpoints) {
-        const run = await drive({
-          url,
-          payload: uniqueIds(envelopes, `mem-${sent}`),
-          connections: CONNECTIONS,
-          requests: checkpoint - sent,
-          timeoutMs: settings.timeoutMs,
-        });
+        const result = await load(
+          { url, templates, prefix: `mem-${sent}`, connections: CONNECTIONS, amount: checkpoint - sent, timeoutS: 10 },
+          10 * 60_000,
+        );
         sent = checkpoint;
+        const rss = rssOf(server.pid).rss;
         const health = await adminCall(base, "GET", "/__admin/health", undefined, settings.timeoutMs);
         rows.push({
-          calls: sent,
-          journal: health.body.calls,
-          seconds: run.seconds,
-          rps: run.rps,
-          memory: await measure(child, settings.timeoutMs),
+          sent,
+          rps: result.rps,
+          rss,
+          health: health.body,
+          gc: await afterGc(server.child, settings.timeoutMs),
         });
       }
-      const peak = peakRss(child.pid);
-      const start = rows[0].memory;
-      const end = rows[rows.length - 1].memory;
-      const full = rows.find((r) => r.calls === checkpoints[0]).memory;
+      const peak = rssOf(server.pid).peak;
+      const end = rows.at(-1);
+      const middle = rows.find((r) => r.sent === checkpoints[1]) ?? end;
+      const flat = end.rss / middle.rss;
+
+      // The journal, full (10,000 calls by default).
+      const journalCalls = end.health.journal.calls;
+      const firstPages = { asc: [], desc: [], legacy: [] };
+      for (let i = 0; i < 20; i++) {
+        firstPages.asc.push((await get(`${base}/__admin/calls?limit=100&cursor=0`, settings.timeoutMs)).ms);
+        firstPages.desc.push((await get(`${base}/__admin/calls?limit=100&order=desc`, settings.timeoutMs)).ms);
+        firstPages.legacy.push((await get(`${base}/__admin/calls?limit=100`, settings.timeoutMs)).ms);
+      }
+      const streams = [];
+      for (let i = 0; i < 3; i++) streams.push(await get(`${base}/__admin/calls?format=ndjson`, 60_000));
+      const fullJson = await get(`${base}/__admin/calls`, 60_000);
+      const mbps = median(streams.map((s) => s.bytes / 1e6 / (s.ms / 1000)));
+      const firstPage = median(firstPages.asc);
+      const withJournal = await afterGc(server.child, settings.timeoutMs);
+      await adminCall(base, "DELETE", "/__admin/calls", undefined, settings.timeoutMs);
+      const withoutJournal = await afterGc(server.child, settings.timeoutMs);
+      const perCall = (withJournal.heapUsed - withoutJournal.heapUsed) / journalCalls;
+      const bodyPerCall = end.health.journal.bodyBytes / journalCalls;
+
       const mb = (bytes) => fmt(bytes / MB, 0);
+      const store = end.health.store;
       const markdown = [
-        `The CLI as shipped (\`node dist/cli/main.js serve --port 0 --host 127.0.0.1\`, scenarios/ loaded, default ` +
-          `--journal-limit 10,000), sent ${int(total)} view-patient-profile messages (${int(Buffer.byteLength(envelopes[0]))} ` +
-          `bytes each, a unique MessageHeader id each, cycling over ${PATIENTS.length} fixture patients; each answer ` +
-          `${int(Buffer.byteLength(sample.body))} bytes) through ${CONNECTIONS} keep-alive connections. Memory is read ` +
-          "inside the server process after three full GCs (--expose-gc); RSS is what the OS holds for the process.",
+        `The CLI as shipped with default settings (\`serve --port 0 --host 127.0.0.1 --no-watch\`, the shipped ` +
+          `scenarios), ${pinning()}, sent ${int(total)} add-allergy messages, each with a fresh MessageHeader id, cycling ` +
+          `over ${int(PATIENTS)} generated patients (valid Emirates IDs), through ${CONNECTIONS} keep-alive connections. ` +
+          "RSS is what the OS holds (VmRSS from /proc), read without forcing a GC; the heap after full GCs comes " +
+          "from the process itself (--expose-gc).",
         "",
-        "| ratio | value |",
-        "|---|---|",
-        `| RSS after ${int(total)} calls / RSS at start | ${fmt(end.rss / start.rss)} |`,
-        `| RSS after ${int(total)} calls / RSS with the journal first full (${int(checkpoints[0])} calls) | ${fmt(end.rss / full.rss)} |`,
-        "",
-        "| recorded calls sent | calls in the journal | RSS MiB | heap used MiB | external + array buffers MiB | requests/s of the segment |",
-        "|---|---|---|---|---|---|",
+        "| messages sent | RSS MiB | heap after GC MiB | journal calls | patients (pinned) | records | requests/s of the segment |",
+        "|---|---|---|---|---|---|---|",
+        `| 0 | ${mb(start.rss)} | ${mb(start.gc.heapUsed)} | – | – | – | – |`,
         ...rows.map(
           (r) =>
-            `| ${int(r.calls)} | ${int(r.journal)} | ${mb(r.memory.rss)} | ${mb(r.memory.heapUsed)} | ` +
-            `${mb(r.memory.external + r.memory.arrayBuffers)} | ${r.rps === undefined ? "–" : int(r.rps)} |`,
+            `| ${int(r.sent)} | ${mb(r.rss)} | ${mb(r.gc.heapUsed)} | ${int(r.health.journal.calls)} | ` +
+            `${int(r.health.store.patients)} (${r.health.store.pinnedPatients}) | ${int(r.health.store.records)} | ${int(r.rps)} |`,
         ),
         "",
-        peak === undefined
-          ? "Peak RSS: not available (no /proc)."
-          : `Peak RSS during the run (VmHWM, before GC): ${mb(peak)} MiB. Sending the ${int(total)} messages took ` +
-            `${fmt(
-              rows.reduce((s, r) => s + r.seconds, 0),
-              0,
-            )} s.`,
+        `Peak RSS (VmHWM): ${mb(peak)} MiB. RSS at ${int(total)} / at ${int(middle.sent)}: ${fmt(flat)}. Store limits ` +
+          `${int(store.limits.patients)} patients, ${int(store.limits.recordsPerPatient)} records per patient: ` +
+          `${int(store.evictedRecords)} records and ${int(store.evictedPatients)} patients forgotten.`,
+        "",
+        `The journal, full (${int(journalCalls)} calls, ${mb(end.health.journal.bodyBytes)} MiB of bodies):`,
+        "",
+        "| what | median of 20 (ms) |",
+        "|---|---|",
+        `| GET /__admin/calls?limit=100&cursor=0 (first page, oldest first) | ${fmt(firstPage)} |`,
+        `| GET /__admin/calls?limit=100&order=desc (first page, newest first) | ${fmt(median(firstPages.desc))} |`,
+        `| GET /__admin/calls?limit=100 (the most recent 100) | ${fmt(median(firstPages.legacy))} |`,
+        "",
+        "| what | value |",
+        "|---|---|",
+        `| GET /__admin/calls?format=ndjson, the whole journal streamed (median of 3) | ${fmt(mbps, 0)} MB/s (${fmt(median(streams.map((s) => s.bytes)) / MB, 1)} MiB in ${fmt(median(streams.map((s) => s.ms)), 0)} ms) |`,
+        `| GET /__admin/calls, the whole journal as one JSON answer | ${fmt(fullJson.ms, 0)} ms, ${fmt(fullJson.bytes / MB, 1)} MiB |`,
+        `| heap held per journaled call (heap after GC, full journal − cleared, / calls) | ${int(perCall)} bytes (bodies ${int(bodyPerCall)} bytes of it) |`,
+      ].join("\n");
+      const image = await withImageHeap(templates, checkpoints);
+      const imageFlat = (image.rows.at(-1)?.rss ?? 0) / (image.rows.find((r) => r.sent === middle.sent)?.rss ?? 1);
+      const withImage = [
+        "",
+        "",
+        `The same load on a fresh server with the Docker image's heap limit (\`NODE_OPTIONS=${IMAGE_HEAP}\`):`,
+        "",
+        "| messages sent | RSS MiB |",
+        "|---|---|",
+        ...image.rows.map((r) => `| ${int(r.sent)} | ${mb(r.rss)} |`),
+        "",
+        `Peak RSS (VmHWM): ${mb(image.peak)} MiB; RSS at ${int(total)} / at ${int(middle.sent)}: ${fmt(imageFlat)}.`,
       ].join("\n");
       return {
-        markdown,
+        markdown: markdown + withImage,
         summary: [
           {
-            what: `RSS after ${int(total)} recorded calls (journal limit 10,000), after GC`,
-            value: `${mb(end.rss)} MiB (${fmt(end.rss / start.rss, 1)}× at start; peak ${peak === undefined ? "n/a" : `${mb(peak)} MiB`})`,
-            target: `< ${TARGET_MB} MB`,
-            met: end.rss < TARGET_MB * 1e6,
+            what: `RSS after ${int(total)} add-allergy over ${int(PATIENTS)} patients, default settings`,
+            value: `${mb(end.rss)} MiB (peak ${mb(peak)} MiB)`,
+            target: `≤ ${TARGETS.rssMB} MB`,
+            met: end.rss <= TARGETS.rssMB * 1e6,
+          },
+          {
+            what: `RSS flat from ${int(middle.sent)} to ${int(total)} messages`,
+            value: `${fmt(flat)}× (${mb(middle.rss)} → ${mb(end.rss)} MiB)`,
+            target: `flat (≤ ${TARGETS.flat}×)`,
+            met: flat <= TARGETS.flat,
+          },
+          {
+            what: `GET /__admin/calls first page (100 calls) on a full journal (${int(journalCalls)} calls)`,
+            value: `${fmt(firstPage)} ms`,
+            target: `≤ ${TARGETS.firstPageMs} ms`,
+            met: firstPage <= TARGETS.firstPageMs,
+          },
+          {
+            what: "the whole journal as NDJSON",
+            value: `${fmt(mbps, 0)} MB/s`,
+            target: `≥ ${TARGETS.ndjsonMBps} MB/s`,
+            met: mbps >= TARGETS.ndjsonMBps,
+          },
+          { what: "memory per journaled call", value: `${int(perCall)} bytes/call (bodies ${int(bodyPerCall)})` },
+          {
+            what: `the same with the Docker image's ${IMAGE_HEAP}: RSS after ${int(total)}, and ${int(middle.sent)} → ${int(total)}`,
+            value: `${mb(image.rows.at(-1)?.rss ?? 0)} MiB (peak ${mb(image.peak)} MiB), ${fmt(imageFlat)}×`,
+            target: "fits a 512 MiB container, flat",
+            met: image.peak < 512 * MB && imageFlat <= TARGETS.flat,
           },
         ],
       };
     } finally {
-      await stopChild(child);
+      await server.stop();
     }
   },
 };

@@ -4,8 +4,20 @@
 
 export const MESSAGE_ID = "__MESSAGE_ID__";
 
+/** A valid Emirates ID (Luhn check digit) for serial n of birth year 1990, for benchmark patients. */
+export function benchEmiratesId(n) {
+  const digits = `7841990${String(n).padStart(7, "0")}`;
+  let sum = 0;
+  for (let i = 0; i < digits.length; i++) {
+    let d = Number(digits[digits.length - 1 - i]);
+    if (i % 2 === 0) d = d * 2 > 9 ? d * 2 - 9 : d * 2;
+    sum += d;
+  }
+  return `784-1990-${digits.slice(7)}-${(10 - (sum % 10)) % 10}`;
+}
+
 /** The add-allergy message every request sends, its MessageHeader id to be filled in. */
-export function addAllergyEnvelope() {
+export function addAllergyEnvelope(emiratesId = "784-1990-1234567-6") {
   const bundle = {
     resourceType: "Bundle",
     type: "message",
@@ -41,12 +53,26 @@ export function addAllergyEnvelope() {
         fullUrl: "urn:uuid:2a4b6c8d-0e1f-4a3b-9c5d-7e9f1a3b5c03",
         resource: {
           resourceType: "Patient",
-          identifier: [{ system: "urn:ae:emirates-id", value: "784-1990-1234567-6" }],
+          identifier: [{ system: "urn:ae:emirates-id", value: emiratesId }],
         },
       },
     ],
   };
   return JSON.stringify({ content: JSON.stringify(bundle) });
+}
+
+/**
+ * Messages the sandbox refuses with a 400, for a mixed load: the add-allergy
+ * message with a wrong Emirates ID check digit (an R4/Emirates-ID validation
+ * error), with an unknown element, and a body that is not JSON.
+ */
+export function invalidEnvelopes() {
+  const valid = addAllergyEnvelope();
+  return [
+    valid.replace("784-1990-1234567-6", "784-1990-1234567-0"),
+    valid.replace('\\"clinicalStatus\\"', '\\"clinicalStatusX\\"'),
+    `{"content": "{\\"resourceType\\": \\"Bundle\\", ${MESSAGE_ID}`,
+  ];
 }
 
 /** A canned ok response message of about 2 KB, what the bare Hono server answers. */

@@ -113,6 +113,12 @@ describe("the Dockerfile", () => {
     });
   });
 
+  it("limits the V8 heap so that the server fits a 512 MiB container, with room for what is not heap", () => {
+    const limit = Number(/--max-old-space-size=(\d+)/.exec(imageEnv.NODE_OPTIONS ?? "")?.[1]);
+    expect(limit).toBeGreaterThanOrEqual(256); // a full default journal and store fit
+    expect(limit).toBeLessThanOrEqual(512 - 128);
+  });
+
   it("starts the server with the same command as npm start", () => {
     const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { scripts: Record<string, string> };
     expect(cmd).toEqual(["node", "dist/cli/main.js", "serve"]);

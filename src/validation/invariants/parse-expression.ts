@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import fhirpath from "fhirpath";
 
 /** The small FHIRPath syntax tree the compiler works on. */
@@ -117,5 +118,31 @@ function typeName(spec: ParseNode): string {
  * @example parseExpression("a.exists()") // { k: "call", name: "exists", target: { k: "member", name: "a", … }, args: [] }
  */
 export function parseExpression(expression: string): Expr {
+  const known = PARSED.get(expression);
+  if (known === undefined) return parseFresh(expression);
+  if ("unsupported" in known) throw new Unsupported(known.unsupported);
+  return known;
+}
+
+/** parseExpression without the trees parsed at build time. */
+export function parseFresh(expression: string): Expr {
   return convert(fhirpath.parse(expression) as ParseNode, undefined);
 }
+
+/** A tree parsed at build time, or why the compiler cannot take the expression. */
+export type ParsedTree = Expr | { unsupported: string };
+
+/**
+ * The trees of the R4 invariants and the catalogue's checks, parsed when the
+ * sandbox was built (`npm run build` writes fhirpath-trees.json beside this
+ * module): the library's parser takes about a third of start-up. Without the
+ * file (running from source), expressions are parsed as they come.
+ */
+const PARSED: ReadonlyMap<string, ParsedTree> = (() => {
+  try {
+    const text = readFileSync(new URL("./fhirpath-trees.json", import.meta.url), "utf8");
+    return new Map(Object.entries(JSON.parse(text) as Record<string, ParsedTree>));
+  } catch {
+    return new Map();
+  }
+})();
