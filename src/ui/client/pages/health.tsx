@@ -6,17 +6,21 @@ import { useData } from "../use-data.js";
 
 type Json = Record<string, unknown>;
 
+/** camelCase → words: "maxBodyBytes" → "max body bytes". */
+const words = (name: string) => name.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
+
 /** A health figure in words: sizes in bytes as KiB/MiB, the rest as it is. */
 function shown(name: string, value: unknown): Child {
   if (typeof value === "number" && /bytes/i.test(name)) return bytes(value);
   if (typeof value === "number" && /seconds/i.test(name)) return duration(value);
   if (value === null || value === undefined) return "—";
-  if (typeof value === "object") return JSON.stringify(value);
+  if (typeof value === "number") return value.toLocaleString("en");
+  if (typeof value === "object")
+    return Object.entries(value)
+      .map(([k, v]) => `${words(k)}: ${v ?? "none"}`)
+      .join(", ");
   return String(value);
 }
-
-/** camelCase → words: "maxBodyBytes" → "max body bytes". */
-const words = (name: string) => name.replace(/([a-z])([A-Z])/g, "$1 $2").toLowerCase();
 
 const TITLES: Record<string, string> = {
   journal: "Journal",
