@@ -7,21 +7,27 @@
 # Every flag is also an environment variable (docker run -e ADMIN_TOKEN=... -e BASE_PATH=/sandbox).
 # scripts/verify-image.sh builds this image, runs it and checks it (health, a message, non-root, SIGTERM, size).
 
-# Build stage: npm ci, then npm run build: tsc, the FHIRPath trees parsed ahead of time, and esbuild bundling
-# src/cli/main.ts and its dependencies into bundle/ (scripts/bundle.mjs).
+# Build stage: npm ci, then npm run build: tsc, the FHIRPath trees parsed ahead of time, the dashboard's client and
+# pages (scripts/build-ui.mjs), and esbuild bundling src/cli/main.ts and its dependencies into bundle/
+# (scripts/bundle.mjs), with the dashboard's assets beside it in bundle/assets/.
 FROM node:24-alpine3.22 AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
-COPY tsconfig.json ./
+COPY tsconfig.json README.md ./
+# The build runs scripts/ (FHIRPath trees, the dashboard's bundle, the server's bundle) and renders the README,
+# docs/ and scenarios/README.md into the dashboard's pages.
 COPY scripts ./scripts
+COPY docs ./docs
+COPY scenarios/README.md ./scenarios/README.md
 COPY src ./src
 RUN npm run build
 
 # Runtime stage: Alpine, the C++ runtime node links against, and the node binary alone (no npm, yarn or corepack):
 # node:24-bookworm-slim is about 220 MB and a distroless Node 24 (glibc, libstdc++ and the 127 MB binary) about 150 MB
 # before the app; this is about 135 MB (scripts/verify-image.sh reports the size and fails above 150 MB).
-# No node_modules, no source maps, no type declarations: the bundle, the data files it reads, the scenarios.
+# No node_modules, no source maps, no type declarations: the bundle, the data files it reads, the dashboard's assets
+# and rendered docs, the scenarios.
 FROM alpine:3.22 AS runtime
 RUN apk add --no-cache libstdc++ && addgroup -S -g 1000 node && adduser -S -D -H -u 1000 -G node node
 COPY --from=build /usr/local/bin/node /usr/local/bin/node
@@ -34,6 +40,7 @@ ENV NODE_ENV=production \
 # bigger container, raise it to about 60 % of the limit: -e NODE_OPTIONS=--max-old-space-size=1200 for 2 GiB.
 ENV NODE_OPTIONS=--max-old-space-size=320
 COPY --from=build /app/bundle/uae-fhir-sandbox.mjs /app/bundle/r4-definitions.json /app/bundle/fhirpath-trees.json ./bundle/
+COPY --from=build /app/bundle/assets ./bundle/assets
 COPY scenarios ./scenarios
 # User "node" (uid 1000, as in the official node images), not root.
 USER node

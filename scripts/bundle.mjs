@@ -6,10 +6,13 @@
 //   bundle/r4-definitions.json    read at start beside the bundle (src/validation/r4/definitions.ts)
 //   bundle/fhirpath-trees.json    read at start beside the bundle (src/validation/invariants/parse-expression.ts),
 //                                 written into dist/ by scripts/parse-fhirpath-trees.mjs: `npm run build` runs both
+//   bundle/assets/                the dashboard's client, stylesheet and rendered docs, read beside the module that
+//                                 serves them (src/ui/assets.ts: ./assets/ from the bundle as from dist/ui/):
+//                                 copied from dist/ui/assets, which scripts/build-ui.mjs writes earlier in the build
 //   bundle/meta.json              esbuild's metafile: which inputs went in (checked by test/package/bundle.test.ts)
 //
 // No source maps: the image ships none.
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { build } from "esbuild";
 
 const ROOT = new URL("../", import.meta.url);
@@ -30,6 +33,25 @@ const inlineVersion = {
   },
 };
 
+/**
+ * pino's transports run in a worker thread (thread-stream) that loads its targets by file name at run time, which a
+ * bundle cannot do; the sandbox never uses them (src/log/request-log.ts hands pino its own destination). pino's
+ * core stays; lib/transport.js, and with it thread-stream and its worker, is left out for a function that says so.
+ */
+const pinoWithoutTransports = {
+  name: "pino-without-transports",
+  setup(b) {
+    b.onResolve({ filter: /^\.\/(lib\/)?transport$/ }, (args) =>
+      /[\\/]node_modules[\\/]pino[\\/]/.test(args.importer) ? { path: "pino-transport", namespace: "stub" } : undefined,
+    );
+    b.onLoad({ filter: /^pino-transport$/, namespace: "stub" }, () => ({
+      contents:
+        'module.exports = function transport() { throw new Error("pino transports are not in the bundle: the sandbox writes to its own destination"); };',
+      loader: "js",
+    }));
+  },
+};
+
 rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 const result = await build({
@@ -45,7 +67,7 @@ const result = await build({
   legalComments: "none",
   metafile: true,
   logLevel: "warning",
-  plugins: [inlineVersion],
+  plugins: [inlineVersion, pinoWithoutTransports],
   // CommonJS dependencies (fhirpath's models) call require(); an ES module has none of its own.
   banner: { js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);' },
 });
@@ -54,4 +76,8 @@ copyFileSync(new URL("src/validation/r4/r4-definitions.json", ROOT), new URL("r4
 const trees = new URL("dist/validation/invariants/fhirpath-trees.json", ROOT);
 if (!existsSync(trees)) throw new Error("dist/validation/invariants/fhirpath-trees.json is missing: run npm run build");
 copyFileSync(trees, new URL("fhirpath-trees.json", OUT));
+// Without them the dashboard answers every page with "not built": refuse as for the trees.
+const assets = new URL("dist/ui/assets/", ROOT);
+if (!existsSync(new URL("dashboard.js", assets))) throw new Error("dist/ui/assets is missing: run npm run build");
+cpSync(assets, new URL("assets/", OUT), { recursive: true });
 writeFileSync(new URL("meta.json", OUT), JSON.stringify(result.metafile));

@@ -2,7 +2,9 @@ import { randomUUID } from "node:crypto";
 import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
+import { LiveEvents } from "./admin/live-events.js";
 import { createAuth } from "./auth/auth.js";
+import { DEFAULT_WORKSPACE } from "./auth/workspace-name.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
@@ -34,6 +36,7 @@ import { applyFixtures, rulePatientKeys } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { Scenarios } from "./scenarios/scenarios.js";
 import { SandboxStore } from "./store/sandbox-store.js";
+import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 
 export type { Logger } from "./log/logger.js";
@@ -93,6 +96,8 @@ export interface SandboxApp {
   served(server: { url: string; limits: ServerLimits }): void;
   /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
   logger: SandboxLogger;
+  /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
+  endStreams(): void;
   /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
   close(): void;
 }
@@ -259,6 +264,7 @@ export function createApp(
   pushes.start(scenarios.scenarios);
   const stopWatching = options.watch ? scenarios.watch() : () => undefined;
 
+  const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>();
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
   if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
@@ -287,8 +293,21 @@ export function createApp(
       version: VERSION,
       startedAt,
       now: deps.now,
+      newId: deps.newId,
       reset,
       health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
+      live,
+      resend: async (request) => app.fetch(request),
+      pushes: () => dispatcher.stats(),
+      allocation: options.allocation,
+    }),
+  );
+  // Before the recorder: the landing page is not a call to the exchange.
+  app.get("/", (c) =>
+    landingPage(c, {
+      basePath: options.basePath,
+      version: VERSION,
+      tokenRequired: options.adminToken !== undefined || auth?.workspaceAdminToken(DEFAULT_WORKSPACE) !== undefined,
     }),
   );
   const record = recordCalls({
@@ -346,7 +365,9 @@ export function createApp(
       serverLimits = server.limits;
     },
     logger,
+    endStreams: () => live.close(),
     close: () => {
+      live.close();
       stopWatching();
       pushes.stop();
       workflow.clear();

@@ -9,6 +9,8 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** The journal was emptied (DELETE /__admin/calls, a reset). */
+  "journal:cleared": [];
   /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
   "order:updated": [Order];
   /** An admin API request was answered (emitted only while someone listens: the request log at debug level). */

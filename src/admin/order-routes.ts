@@ -6,7 +6,7 @@ import { FHIR_JSON } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
 import { orderView } from "../orders/order-view.js";
-import type { OrderWorkflow } from "../orders/order-workflow.js";
+import type { AllocationPolicy, OrderWorkflow } from "../orders/order-workflow.js";
 
 const outcome = (status: number, issues: Issue[]) =>
   new Response(JSON.stringify(operationOutcome(issues)), { status, headers: { "content-type": FHIR_JSON } });
@@ -20,7 +20,10 @@ const allocateBody = z.object({ licence: z.string().min(1) }).strict();
 const refusal = (issues: Issue[]) => outcome(issues.some((i) => i.code === "not-found") ? 404 : 409, issues);
 
 /** Orders of the pharmacy push flow (CONTRACT §8–9). */
-export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; maxBody: number }): void {
+export function mountOrderRoutes(
+  admin: Hono,
+  deps: { workflow: OrderWorkflow; maxBody: number; allocation: AllocationPolicy },
+): void {
   const json = async (request: Request) => {
     const read = await readBody(request, deps.maxBody);
     if (!read.ok)
@@ -49,7 +52,8 @@ export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; m
     return c.json(orderView(created.value), 201);
   });
 
-  admin.get("/orders", (c) => c.json({ orders: deps.workflow.list().map(orderView) }));
+  // The policy too: under manual allocation, a client (the dashboard) offers to allocate.
+  admin.get("/orders", (c) => c.json({ orders: deps.workflow.list().map(orderView), allocation: deps.allocation }));
 
   admin.get("/orders/:id", (c) => {
     const order = deps.workflow.get(c.req.param("id"));

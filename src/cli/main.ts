@@ -53,7 +53,8 @@ Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events, scenarios, pharmacies, orders, patients, reset)
+Dashboard: /__admin/ui/ (in a browser; GET / links it)
 OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 

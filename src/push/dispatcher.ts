@@ -37,6 +37,17 @@ export interface Push {
   messageId: string;
 }
 
+/** Deliveries under way (GET /__admin/health). */
+export interface PushStats {
+  /** Pushes not yet finished: attempting, waiting for a slot, or backing off before a retry. */
+  pending: number;
+  /** Attempts in flight now. */
+  inFlight: number;
+  /** Attempts waiting for one of the `concurrency` slots. */
+  queued: number;
+  concurrency: number;
+}
+
 export interface PushResult {
   delivered: boolean;
   attempts: number;
@@ -59,6 +70,7 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  */
 export class PushDispatcher {
   #active = 0;
+  #pending = 0;
   readonly #queue: Array<() => void> = [];
 
   constructor(
@@ -66,7 +78,25 @@ export class PushDispatcher {
     private readonly deps: PushDeps,
   ) {}
 
+  stats(): PushStats {
+    return {
+      pending: this.#pending,
+      inFlight: this.#active,
+      queued: this.#queue.length,
+      concurrency: this.settings.concurrency,
+    };
+  }
+
   async deliver(push: Push): Promise<PushResult> {
+    this.#pending++;
+    try {
+      return await this.#deliver(push);
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #deliver(push: Push): Promise<PushResult> {
     if (!pushableScheme(push.target) || !hostAllowed(push.target, this.settings.allow)) {
       const error = `target ${push.target} is not allowed (http/https only; --push-allow ${this.settings.allow.join(",") || "*"})`;
       this.#record(push, 1, this.deps.now(), 0, null, error);

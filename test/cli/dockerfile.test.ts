@@ -92,7 +92,16 @@ describe("the Dockerfile", () => {
     expect(bundle).toBeGreaterThan(ci);
   });
 
-  it("runs on Alpine with the build stage's Node 24 binary alone: the bundle, its R4 definitions and scenarios/", () => {
+  it("gives the build what npm run build reads: the sources, scripts/, and the README and docs/ it renders", () => {
+    const copied = all(build, "COPY").flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    for (const needed of ["tsconfig.json", "src", "scripts", "README.md", "docs", "scenarios/README.md"])
+      expect(copied, needed).toContain(needed);
+    const ignored = readFileSync(`${ROOT}.dockerignore`, "utf8").split("\n");
+    expect(ignored).not.toContain("docs");
+    expect(ignored).not.toContain("scripts");
+  });
+
+  it("runs on Alpine with the build stage's Node 24 binary alone: the bundle, its data files, the dashboard's assets, scenarios/", () => {
     expect(runtime[0]?.args).toMatch(/^alpine:[\d.]+\s+AS\s+runtime$/i);
     // The same Alpine release the node binary was built for (it links against that release's libstdc++).
     expect(runtime[0]?.args.split(/[:\s]/)[1]).toBe(build[0]?.args.match(/alpine([\d.]+)/)?.[1]);
@@ -108,6 +117,7 @@ describe("the Dockerfile", () => {
         "/app/bundle/fhirpath-trees.json",
         "./bundle/",
       ],
+      ["--from=build", "/app/bundle/assets", "./bundle/assets"],
       ["scenarios", "./scenarios"],
     ]);
   });
@@ -208,13 +218,16 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
       }),
     );
 
-  it("has only the bundle, its R4 definitions and the scenarios: no node_modules, source maps or declarations", () => {
+  it("has only the bundle, its data files, the dashboard's assets and the scenarios: no node_modules or source maps", () => {
     expect(readdirSync(app).sort()).toEqual(["bundle", "scenarios"]);
     expect(readdirSync(join(app, "bundle")).sort()).toEqual([
+      "assets",
       "fhirpath-trees.json",
       "r4-definitions.json",
       "uae-fhir-sandbox.mjs",
     ]);
+    const files = readdirSync(app, { recursive: true, encoding: "utf8" });
+    expect(files.filter((f) => /\.(map|d\.ts|ts|tsx)$/.test(f))).toEqual([]);
     expect(existsSync(join(app, "node_modules")), "no node_modules in the image").toBe(false);
   });
 
@@ -223,6 +236,36 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
     const child = run([...cmd.slice(0, -1), "--version"], {});
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     expect(child.stdout.trim()).toBe(pkg.version);
+  });
+
+  it("CMD serves the dashboard: its page, the script and stylesheet that page loads, the docs and their images", async () => {
+    const server = run(cmd, { PORT: "0", HOST: "127.0.0.1" });
+    const [, url = ""] = await server.waitForOutput(LISTENING);
+    const page = await http(`${url}/__admin/ui/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    // What the page loads, by its own (relative) addresses: the files the build wrote, byte for byte.
+    const loads = [...page.text.matchAll(/\b(?:href|src)="([^"]+\.(?:js|css))"/g)].map((m) => m[1] as string);
+    expect(loads.map((a) => basename(a)).sort()).toEqual(["dashboard.css", "dashboard.js"]);
+    for (const address of loads) {
+      const res = await http(new URL(address, `${url}/__admin/ui/`).href);
+      expect(res.status, address).toBe(200);
+      expect(res.text, address).toBe(readFileSync(`${ROOT}dist/ui/assets/${basename(address)}`, "utf8"));
+    }
+    // The README as the docs' first page, a guide, and an image a guide shows.
+    const readme = await http(`${url}/__admin/ui/docs/`);
+    expect(readme.status).toBe(200);
+    expect(readme.text).toContain('<h1 id="uae-fhir-sandbox">uae-fhir-sandbox</h1>');
+    const guide = await http(`${url}/__admin/ui/docs/dashboard`);
+    expect(guide.status).toBe(200);
+    const image = /<img src="(images\/[a-z0-9-]+\.png)"/.exec(guide.text)?.[1];
+    expect(image, "docs/dashboard.md shows a screenshot").toBeDefined();
+    const png = await fetch(new URL(image as string, `${url}/__admin/ui/docs/dashboard`));
+    expect(png.status).toBe(200);
+    expect(png.headers.get("content-type")).toBe("image/png");
+    expect((await png.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    server.process.kill("SIGTERM");
+    expect(await server.waitForExit()).toEqual({ code: 0, signal: null });
   });
 
   it("CMD serves health and messages (R4 validation with FHIRPath, generated profiles), HEALTHCHECK follows it", async () => {

@@ -52,4 +52,14 @@ describe("the bundle", () => {
     expect(included.filter((f) => f.startsWith("node_modules/fhirpath/fhir-context/r4/"))).not.toEqual([]);
     expect(included.some((f) => f.endsWith("r4-definitions.json"))).toBe(false);
   });
+
+  it("has pino's core without its transports: nothing in it can start a worker thread", () => {
+    expect(included).toContain("node_modules/pino/pino.js");
+    // A transport is a worker thread (thread-stream) loading its targets by file name, which no bundle can serve.
+    expect(included.filter((f) => /node_modules\/(thread-stream|real-require)\//.test(f))).toEqual([]);
+    const code = readFileSync(`${ROOT}bundle/uae-fhir-sandbox.mjs`, "utf8");
+    // worker_threads' Worker, whatever the minifier calls the module: destructured, or a property.
+    expect(code).not.toMatch(/\bWorker\s*[,}:]|\.Worker\b|new Worker\b/);
+    expect(code).not.toContain("thread-stream");
+  });
 });

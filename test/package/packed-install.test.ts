@@ -1,5 +1,15 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
@@ -95,6 +105,24 @@ describe("npm pack on a clean clone", () => {
     }
     const unwanted = [...files].filter((f) => /\.map$|^src\/|^test\/|^bundle\/|^node_modules\//.test(f));
     expect(unwanted).toEqual([]);
+  });
+
+  it("ships the dashboard the CLI serves: its script and stylesheet, and each guide and image of docs/ as a page", () => {
+    const files = paths();
+    const ui = "dist/ui/assets/";
+    expect([...files]).toEqual(
+      expect.arrayContaining([`${ui}dashboard.js`, `${ui}dashboard.css`, `${ui}docs/index.html`]),
+    );
+    // The repository's docs/, as the build found them (scripts/render-docs.mjs: NAME.md → NAME.html, images copied).
+    const guides = readdirSync(join(ROOT, "docs")).filter((f) => f.endsWith(".md"));
+    const images = readdirSync(join(ROOT, "docs/images"));
+    expect(guides.length).toBeGreaterThan(0);
+    expect(images.length).toBeGreaterThan(0);
+    const missing = [
+      ...guides.map((f) => `${ui}docs/${f.slice(0, -".md".length)}.html`),
+      ...images.map((f) => `${ui}docs/images/${f}`),
+    ].filter((f) => !files.has(f));
+    expect(missing).toEqual([]);
   });
 
   it("ships LICENSE (the MIT license package.json names), CHANGELOG.md with this version, and README.md", () => {
@@ -266,7 +294,7 @@ describe("the tarball installed into a fresh project", () => {
   );
 
   it(
-    "serves through npx with the shipped scenarios: a message, a magic patient, then a clean SIGTERM stop",
+    "serves through npx with the shipped scenarios: a message, a magic patient, the dashboard, a clean SIGTERM stop",
     async () => {
       const server = npx([
         "serve",
@@ -295,6 +323,18 @@ describe("the tarball installed into a fresh project", () => {
         });
         expect(magic.status).toBe(200);
         expect(responseHeader(magic.json).response?.code).toBe("fatal-error");
+
+        // The dashboard, from the installed package: a page, the script it loads, the README as a docs page.
+        const page = await http(`${url}/__admin/ui/`);
+        expect(page.status).toBe(200);
+        const src = /<script[^>]* src="([^"]+\/dashboard\.js)"/.exec(page.text)?.[1];
+        expect(src, "the page loads the dashboard's script").toBeDefined();
+        const script = await http(new URL(src as string, `${url}/__admin/ui/`).href);
+        expect(script.status).toBe(200);
+        expect(script.headers.get("content-type")).toMatch(/^text\/javascript/);
+        const readme = await http(`${url}/__admin/ui/docs/`);
+        expect(readme.status).toBe(200);
+        expect(readme.text).toContain('<h1 id="uae-fhir-sandbox">uae-fhir-sandbox</h1>');
 
         killGroup(server.process, "SIGTERM");
         await server.waitForExit(STEP_MS);
