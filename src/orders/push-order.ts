@@ -1,0 +1,47 @@
+import type { Resource } from "fhir/r4.js";
+import { outboundMessage } from "../fhir/response-message.js";
+import type { PushResult } from "../push/dispatcher.js";
+import type { Order, PharmacyRequest } from "./order.js";
+import type { OrderContext } from "./order-book.js";
+import { allocationResources } from "./order-resources.js";
+import type { PushMessageSpec } from "./push-messages.js";
+
+/**
+ * Sends a pharmacy one of the sandbox's pushes about an order (its
+ * fulfillment request, or the allocation) to the endpoint it subscribed
+ * with; resolves with how the delivery went, never rejects.
+ */
+export async function pushOrder(
+  ctx: OrderContext,
+  order: Order,
+  request: PharmacyRequest,
+  event: PushMessageSpec["id"],
+): Promise<PushResult> {
+  const { deps } = ctx;
+  const pharmacy = deps.pharmacies.get(request.licence);
+  if (!pharmacy?.endpoint) return { delivered: false, attempts: 0, status: null, error: "no active subscription" };
+  const { task, resources } = allocationResources(order, request);
+  const publicUrl = deps.publicUrl();
+  const bundle = outboundMessage(
+    {
+      event,
+      source: `${publicUrl}/uae-fhir/r4/$process-message`,
+      destination: {
+        endpoint: pharmacy.endpoint,
+        receiver: { identifier: task.owner?.identifier, display: pharmacy.name },
+      },
+      resources: resources as Resource[],
+      focus: [task],
+      fhirBase: `${publicUrl}/uae-fhir/r4`,
+    },
+    deps,
+  );
+  const header = bundle.entry?.[0]?.resource as { id: string };
+  return deps.dispatcher.deliver({
+    target: pharmacy.endpoint,
+    headers: pharmacy.headers,
+    body: JSON.stringify({ content: JSON.stringify(bundle) }),
+    event,
+    messageId: header.id,
+  });
+}
