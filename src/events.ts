@@ -15,10 +15,28 @@ export interface SandboxEventMap {
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }
 
+/** What a workspace's bus passes on to the sandbox-wide one: what observers of every workspace (the journal file, logs) hear. */
+const PASSED_ON: ReadonlySet<keyof SandboxEventMap> = new Set(["call:recorded", "order:updated"]);
+
+/**
+ * An event bus. Each workspace has its own (its journal, waiters and order
+ * observers listen there); given the sandbox-wide bus as `parent`, it passes
+ * recorded calls and order changes on to it as well, without a listener of
+ * its own (so listener counts stay those of real observers).
+ */
 export class SandboxEvents extends EventEmitter<SandboxEventMap> {
-  constructor() {
+  readonly #parent: SandboxEvents | undefined;
+
+  constructor(parent?: SandboxEvents) {
     super();
+    this.#parent = parent;
     // Waiters (long-polls) subscribe one each; there is no fixed bound on them.
     this.setMaxListeners(0);
+  }
+
+  override emit<K extends keyof SandboxEventMap>(name: K, ...args: SandboxEventMap[K]): boolean {
+    const heard = (super.emit as (name: K, ...args: SandboxEventMap[K]) => boolean)(name, ...args);
+    if (this.#parent && PASSED_ON.has(name)) this.#parent.emit(name, ...args);
+    return heard;
   }
 }

@@ -84,7 +84,8 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
         throw error;
       })
     : undefined;
-  const { journal, events, scenarios } = internals;
+  // A test suite's sandbox is the default workspace.
+  const { journal, events, scenarios } = internals.workspace;
   const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
   const closing = new AbortController();

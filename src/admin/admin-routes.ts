@@ -4,52 +4,48 @@ import { z } from "zod";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import type { CallRecord } from "../journal/call-record.js";
 import { callJson, callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
-import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
-import type { OrderWorkflow } from "../orders/order-workflow.js";
-import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
-import type { LoadedScenario } from "../scenarios/load.js";
-import type { Scenarios } from "../scenarios/scenarios.js";
-import type { SandboxStore } from "../store/sandbox-store.js";
-import { adminAuth } from "./auth.js";
+import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
+import type { Workspaces } from "../workspace/workspaces.js";
+import { type AdminScope, adminAuth } from "./auth.js";
 import { mountOrderRoutes } from "./order-routes.js";
+import { mountWorkspaceRoutes, workspaceHealth } from "./workspace-routes.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
-  journal: Journal;
-  events: SandboxEvents;
-  store: SandboxStore;
-  scenarios: Scenarios;
-  pharmacies: PharmacyRegistry;
-  /** Loads the fixtures of scenarios added at run time. */
-  applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  workflow: OrderWorkflow;
+  /** The workspaces: each admin call acts on the one its request chose (CONTRACT §13), but a few on them all. */
+  workspaces: Workspaces;
+  /** The shared scenario files (POST /__admin/scenarios/reload reloads them for every workspace). */
+  folder: ScenarioFolder;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
   /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
   workspaceAdminToken?(workspace: string): string | undefined;
+  /** Whether any workspace has its own admin token. */
+  anyWorkspaceToken?: boolean;
   version: string;
   startedAt: Date;
   now(): Date;
-  /** Puts state back to fixtures, clears the journal and counters. */
-  reset(): void;
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
+
+/** The endpoints that act on the whole sandbox rather than the request's workspace. */
+const sandboxWide = (path: string) =>
+  path === "/__admin/workspaces" || path.startsWith("/__admin/workspaces/") || path === "/__admin/scenarios/reload";
 
 function problem(
   status: 400 | 404 | 408 | 413,
@@ -119,7 +115,7 @@ const ndjsonStream = (calls: readonly CallRecord[]) =>
   callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" });
 
 async function jsonBody(
-  c: Context,
+  c: Context<EdgeEnv>,
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
@@ -132,28 +128,42 @@ async function jsonBody(
 const describeZod = (error: z.ZodError): string =>
   error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
 
-/** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
-export function adminRoutes(deps: AdminDeps): Hono {
-  const admin = new Hono();
+/**
+ * The admin API (CONTRACT §9), acting on the workspace each request chose
+ * (CONTRACT §13); the workspaces and the shared scenario files are
+ * sandbox-wide. Admin calls are not recorded in the journal.
+ */
+export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
+  const admin = new Hono<EdgeEnv>();
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
+  const scopeOf = (c: Context): AdminScope =>
+    sandboxWide(c.req.path) ? "sandbox" : { workspace: (c as Context<EdgeEnv>).get("workspace").id };
+  admin.use(
+    "*",
+    adminAuth(
+      { global: deps.adminToken, workspace: deps.workspaceAdminToken, anyWorkspaceToken: deps.anyWorkspaceToken },
+      scopeOf,
+    ),
+  );
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
+    const { journal, store } = c.get("workspace");
     return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
-      calls: deps.journal.size,
+      calls: journal.size,
       // What is held against its limits, so that a long-running shared sandbox can be watched.
       journal: {
-        calls: deps.journal.size,
-        maxCalls: deps.journal.limits.maxCalls,
-        bodyBytes: deps.journal.bytes,
-        maxBodyBytes: deps.journal.limits.maxBytes,
+        calls: journal.size,
+        maxCalls: journal.limits.maxCalls,
+        bodyBytes: journal.bytes,
+        maxBodyBytes: journal.limits.maxBytes,
       },
-      store: deps.store.counts(),
+      store: store.counts(),
+      ...workspaceHealth(c.get("workspace"), deps.workspaces),
       memory: {
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
@@ -188,7 +198,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
       pageQuery.operation = resolved.id;
     }
-    const page = deps.journal.page(pageQuery);
+    const page = c.get("workspace").journal.page(pageQuery);
     const next = page.next === null ? null : String(page.next);
     if (format === "ndjson") {
       return c.body(ndjsonStream(page.calls), 200, {
@@ -208,23 +218,26 @@ export function adminRoutes(deps: AdminDeps): Hono {
     if (format === "scenario") {
       // The in-memory journal as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
       const exporter = new ScenarioExporter();
-      for (const call of deps.journal.list()) exporter.add(callView(call));
+      for (const call of c.get("workspace").journal.list()) exporter.add(callView(call));
       const from = `the in-memory journal of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario)`;
       return c.body(exporter.toYaml({ from, at: deps.now() }), 200, {
         "content-type": "application/yaml; charset=utf-8",
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    return c.body(ndjsonStream(deps.journal.list()), 200, { "content-type": "application/x-ndjson; charset=utf-8" });
+    return c.body(ndjsonStream(c.get("workspace").journal.list()), 200, {
+      "content-type": "application/x-ndjson; charset=utf-8",
+    });
   });
 
   admin.delete("/calls", (c) => {
-    const cleared = deps.journal.size;
-    deps.journal.clear();
+    const { journal } = c.get("workspace");
+    const cleared = journal.size;
+    journal.clear();
     return c.json({ cleared });
   });
 
-  const expectation = async (c: Context) => {
+  const expectation = async (c: Context<EdgeEnv>) => {
     const body = await jsonBody(c, deps.maxBody);
     if (!body.ok) return body;
     const parsed = expectationSchema.safeParse(body.value);
@@ -238,19 +251,21 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.expectation.verify(deps.journal.list()));
+    return c.json(e.expectation.verify(c.get("workspace").journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    const calls = () => deps.journal.list();
-    const result = await waitUntil(deps.events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
+    // The workspace's own events and journal: calls of other workspaces never count.
+    const { events, journal } = c.get("workspace");
+    const calls = () => journal.list();
+    const result = await waitUntil(events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
     return c.json(result);
   });
 
   admin.get("/calls/:id", (c) => {
-    const call = deps.journal.get(c.req.param("id"));
+    const call = c.get("workspace").journal.get(c.req.param("id"));
     if (!call)
       return problem(
         404,
@@ -263,7 +278,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.get("/patients/:key", (c) => {
     const key = c.req.param("key");
-    const state = deps.store.state(key);
+    const state = c.get("workspace").store.state(key);
     if (!state) {
       return problem(
         404,
@@ -274,10 +289,11 @@ export function adminRoutes(deps: AdminDeps): Hono {
     return c.json(state);
   });
 
-  admin.get("/scenarios", (c) => c.json(deps.scenarios.view()));
+  admin.get("/scenarios", (c) => c.json(c.get("workspace").scenarios.view()));
 
+  // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
-    const result = deps.scenarios.reload();
+    const result = deps.folder.reload();
     if (!result.ok) {
       return new Response(
         JSON.stringify(
@@ -288,44 +304,49 @@ export function adminRoutes(deps: AdminDeps): Hono {
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    return c.json(deps.scenarios.view());
+    return c.json(c.get("workspace").scenarios.view());
   });
 
   admin.post("/scenarios", async (c) => {
+    const workspace = c.get("workspace");
     const read = await readBody(c.req.raw, deps.maxBody);
     if (!read.ok) return unreadBody(read);
-    const added = deps.scenarios.add(read.text);
+    const added = workspace.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(
         JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    deps.applyFixtures([added.scenario]);
+    workspace.applyFixtures([added.scenario]);
     return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => c.json({ removed: deps.scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => c.json({ removed: c.get("workspace").scenarios.clearRuntime() }));
 
   admin.get("/pharmacies", (c) =>
     c.json({
-      pharmacies: deps.pharmacies.list().map((p) => ({
-        licence: p.licence,
-        name: p.name ?? null,
-        active: p.endpoint !== undefined,
-        endpoint: p.endpoint ?? null,
-        // Subscription.channel.header values are the pharmacy's credentials: names shown, values never.
-        headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
-        source: p.source,
-        subscriptionId: p.subscription?.id ?? null,
-      })),
+      pharmacies: c
+        .get("workspace")
+        .pharmacies.list()
+        .map((p) => ({
+          licence: p.licence,
+          name: p.name ?? null,
+          active: p.endpoint !== undefined,
+          endpoint: p.endpoint ?? null,
+          // Subscription.channel.header values are the pharmacy's credentials: names shown, values never.
+          headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
+          source: p.source,
+          subscriptionId: p.subscription?.id ?? null,
+        })),
     }),
   );
 
-  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody });
+  mountOrderRoutes(admin, { maxBody: deps.maxBody });
+  mountWorkspaceRoutes(admin, { workspaces: deps.workspaces, now: deps.now });
 
   admin.post("/reset", (c) => {
-    deps.reset();
+    c.get("workspace").reset();
     return c.json({ status: "reset" });
   });
 

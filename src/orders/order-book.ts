@@ -38,8 +38,11 @@ export interface WorkflowDeps {
   events: SandboxEvents;
   /** Where failures of background work (after a push, at a deadline) go. */
   logger: Logger;
-  /** The sandbox's URL as pharmacies see it: MessageHeader.source.endpoint of pushes. */
-  publicUrl(): string;
+  /**
+   * Where pharmacies reach this workspace's message paths: the sandbox's URL as they see it, the workspace's
+   * prefix and the base path. Pushes name their source and fullUrls under it, so answers lead back here.
+   */
+  sandboxUrl(): string;
 }
 
 export type WorkflowResult<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };

@@ -30,6 +30,10 @@ export class OrderWorkflow {
     return this.#ctx.book.list();
   }
 
+  get count(): number {
+    return this.#ctx.book.size;
+  }
+
   /** Forgets every order and stops its timers (POST /__admin/reset). */
   clear(): void {
     this.#ctx.book.clear();

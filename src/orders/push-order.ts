@@ -1,6 +1,7 @@
 import type { Resource } from "fhir/r4.js";
 import { outboundMessage } from "../fhir/response-message.js";
 import type { PushResult } from "../push/dispatcher.js";
+import { STANDARD_FHIR_BASE, STANDARD_PATH } from "../routing/default-operations.js";
 import type { Order, PharmacyRequest } from "./order.js";
 import type { OrderContext } from "./order-book.js";
 import { allocationResources } from "./order-resources.js";
@@ -21,18 +22,18 @@ export async function pushOrder(
   const pharmacy = deps.pharmacies.get(request.licence);
   if (!pharmacy?.endpoint) return { delivered: false, attempts: 0, status: null, error: "no active subscription" };
   const { task, resources } = allocationResources(order, request);
-  const publicUrl = deps.publicUrl();
+  const base = deps.sandboxUrl();
   const bundle = outboundMessage(
     {
       event,
-      source: `${publicUrl}/uae-fhir/r4/$process-message`,
+      source: `${base}${STANDARD_PATH}`,
       destination: {
         endpoint: pharmacy.endpoint,
         receiver: { identifier: task.owner?.identifier, display: pharmacy.name },
       },
       resources: resources as Resource[],
       focus: [task],
-      fhirBase: `${publicUrl}/uae-fhir/r4`,
+      fhirBase: `${base}${STANDARD_FHIR_BASE}`,
     },
     deps,
   );
@@ -43,5 +44,6 @@ export async function pushOrder(
     body: JSON.stringify({ content: JSON.stringify(bundle) }),
     event,
     messageId: header.id,
+    events: deps.events,
   });
 }
