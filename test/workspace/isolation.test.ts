@@ -1,5 +1,5 @@
 import type { EventEmitter } from "node:events";
-import type { AllergyIntolerance, Bundle, Composition, MessageHeader, Patient, Subscription, Task } from "fhir/r4.js";
+import type { AllergyIntolerance, Bundle, Composition, Patient, Subscription, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
 import {
