@@ -11,7 +11,11 @@ FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
-COPY tsconfig.json ./
+COPY tsconfig.json README.md ./
+# The build runs scripts/ (FHIRPath trees, the dashboard's bundle) and renders the README and docs/ into pages.
+COPY scripts ./scripts
+COPY docs ./docs
+COPY scenarios/README.md ./scenarios/README.md
 COPY src ./src
 RUN npm run build
 

@@ -2,7 +2,8 @@ import { randomUUID } from "node:crypto";
 import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
-import { createAuth } from "./auth/auth.js";
+import { LiveEvents } from "./admin/live-events.js";
+import { type AuthDeps, createAuth } from "./auth/auth.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
@@ -10,6 +11,7 @@ import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
+import { cors } from "./http/cors.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
@@ -19,6 +21,7 @@ import { CallIds } from "./journal/call-ids.js";
 import type { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
+import { consoleLogger, type Logger, type SandboxLogger, withWarn } from "./log/logger.js";
 import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
@@ -29,14 +32,12 @@ import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
+import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
 import { Workspaces } from "./workspace/workspaces.js";
 
-export interface Logger {
-  info(message: string): void;
-  error(message: string, error?: unknown): void;
-}
+export type { Logger } from "./log/logger.js";
 
 /** Everything from outside the sandbox: time, ids, randomness, outbound HTTP, logging. Replace any of them in tests. */
 export interface SandboxDeps {
@@ -60,11 +61,7 @@ export const defaultDeps = (): SandboxDeps => ({
   newId: () => randomUUID(),
   random: Math.random,
   fetch: (input, init) => fetch(input, init),
-  logger: {
-    info: (m) => console.log(m),
-    // console.error(m, undefined) would print "m undefined": most errors (a refused reload) carry no Error.
-    error: (m, e) => (e === undefined ? console.error(m) : console.error(m, e)),
-  },
+  logger: consoleLogger,
   handlers: {},
   fsWatch: watch,
 });
@@ -98,8 +95,14 @@ export interface SandboxApp {
    * --public-url fixed it) and its limits (shown by GET /__admin/health).
    */
   served(server: { url: string; limits: ServerLimits }): void;
-  logger: Logger;
-  /** Stops watching the scenarios folder, every workspace's scheduled pushes and order timers, then flushes and closes the journal file. */
+  /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
+  logger: SandboxLogger;
+  /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
+  endStreams(): void;
+  /**
+   * Stops watching the scenarios folder, every workspace's scheduled pushes and order timers, then flushes and
+   * closes the journal file.
+   */
   close(): void;
 }
 
@@ -107,7 +110,7 @@ export interface SandboxApp {
 const SWEEP_INTERVAL_MS = 60_000;
 
 /** Simulated OAuth2 when --auth oauth2 (CONTRACT §13), with the scopes the catalogue uses. */
-function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: SandboxDeps) {
+function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: AuthDeps) {
   if (options.auth !== "oauth2") return undefined;
   if (!options.clientsFile) throw new Error("auth oauth2 needs a clients file (--clients FILE)");
   return createAuth(
@@ -139,7 +142,13 @@ export function createApp(
   const options: SandboxOptions = { ...DEFAULT_OPTIONS, ...overrides };
   options.basePath = normaliseBasePath(options.basePath);
   const deps: SandboxDeps = { ...defaultDeps(), ...depOverrides };
+  const logger = withWarn(deps.logger);
   const startedAt = deps.now();
+  if (options.corsAdmin && (options.cors.length === 0 || options.adminToken === undefined)) {
+    throw new Error(
+      "corsAdmin needs cors origins and an adminToken: the admin API is opened to browsers only behind a token",
+    );
+  }
 
   if (options.basePath === "/w" || options.basePath.startsWith("/w/")) {
     throw new Error(`basePath ${options.basePath} would be read as a workspace prefix /w/{workspace}; choose another`);
@@ -148,29 +157,49 @@ export function createApp(
   // Sandbox-wide and read-only once built: shared by every workspace.
   const events = new SandboxEvents();
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
-  const auth = oauth2(options, catalogue, deps);
   let workspaces: Workspaces | undefined;
+  const auth = oauth2(options, catalogue, {
+    ...deps,
+    // A token request is journaled in its client's workspace once the client is known (if it can be used).
+    clientIn: (c, name) => {
+      const found = workspaces?.use(name, "The client's workspace");
+      if (found?.ok) c.set("workspace", found.workspace);
+    },
+  });
   const folder = new ScenarioFolder(options.scenarios, {
     now: deps.now,
     operations: operationNames(catalogue),
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) deps.logger.info(`scenarios loaded from ${options.scenarios}: ${folder.rules.rules.length} rules`);
-        else
-          deps.logger.error(
-            `scenarios not reloaded, the previous set keeps serving:\n${problems.map(formatProblem).join("\n")}`,
-          );
+        // The first load is told by whoever started the sandbox (the CLI's banner); reloads are logged.
+        if (started && ok) {
+          logger.info(`scenarios loaded from ${options.scenarios}: ${folder.rules.rules.length} rules`, {
+            event: "scenarios-loaded",
+            source: options.scenarios,
+            files: folder.scenarios.length,
+            rules: folder.rules.rules.length,
+          });
+        } else if (started) {
+          const lines = problems.map(formatProblem);
+          logger.warn(`scenarios not reloaded, the previous set keeps serving:\n${lines.join("\n")}`, {
+            event: "scenarios-refused",
+            source: options.scenarios,
+            problems: lines,
+          });
+        }
         events.emit("scenarios:loaded", { ok, problems });
         // The first load comes before any workspace; each one made later starts from the files as they are.
         for (const workspace of workspaces?.list() ?? []) workspace.filesReloaded({ ok, problems });
       },
-      onWatchError: (message) => deps.logger.error(message),
+      onWatchError: (message) => logger.warn(message, { event: "scenarios-watch" }),
     },
     fsWatch: deps.fsWatch,
   });
+  let started = false;
   const loaded = folder.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
+  started = true;
   const named = [...options.workspaceNames, ...(auth?.namedWorkspaces ?? [])];
   if (options.workspaces === "fixed" && new Set(["default", ...named]).size > options.maxWorkspaces) {
     throw new Error(
@@ -182,7 +211,7 @@ export function createApp(
     ? new JournalFile(options.journalFile, {
         events,
         highestIdIssued: (): number => callIds.highestIssued,
-        warn: (message) => deps.logger.error(message),
+        warn: (message) => logger.warn(message, { event: "journal-file", path: options.journalFile }),
       })
     : undefined;
   const callIds = new CallIds(journalFile?.nextId ?? 1);
@@ -201,7 +230,7 @@ export function createApp(
   const shared: WorkspaceShared = {
     options,
     deps,
-    logger: deps.logger,
+    logger,
     catalogue,
     folder,
     dispatcher,
@@ -228,7 +257,10 @@ export function createApp(
   sweeper.unref();
 
   const messagePaths = new Set(catalogue.paths.map((path) => `${options.basePath}${path}`));
+  const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>({ getPath: routedPath });
+  // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
+  if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
   app.use(
     "*",
     chooseWorkspace({
@@ -237,6 +269,19 @@ export function createApp(
       isMessagePath: (path) => messagePaths.has(path),
     }),
   );
+  app.use("/__admin/*", async (c, next) => {
+    if (events.listenerCount("admin:answered") === 0) return next();
+    const began = deps.monotonic();
+    await next();
+    const durationMs = Math.round((deps.monotonic() - began) * 1000) / 1000;
+    events.emit("admin:answered", {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      status: c.res.status,
+      durationMs,
+      ...(c.get("workspace").prefix === "" ? {} : { workspace: c.get("workspace").id }),
+    });
+  });
   app.route(
     "/__admin",
     adminRoutes({
@@ -252,7 +297,20 @@ export function createApp(
       version: VERSION,
       startedAt,
       now: deps.now,
+      newId: deps.newId,
       health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
+      live,
+      resend: async (request) => app.fetch(request),
+      pushes: () => dispatcher.stats(),
+      allocation: options.allocation,
+    }),
+  );
+  // Before the recorder: the landing page is not a call to the exchange.
+  app.get("/", (c) =>
+    landingPage(c, {
+      basePath: options.basePath,
+      version: VERSION,
+      tokenRequired: options.adminToken !== undefined || auth?.workspaceAdminToken(c.get("workspace").id) !== undefined,
     }),
   );
   const record = recordCalls({ now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next() });
@@ -277,7 +335,7 @@ export function createApp(
   app.onError((error, c) => {
     // In-process, a scripted network fault rejects app.request as fetch would.
     if (error instanceof SimulatedNetworkFault) throw error;
-    deps.logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
+    logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
     return outcomeResponse(c, 500, [
       issue(
         "exception",
@@ -308,8 +366,10 @@ export function createApp(
       if (options.publicUrl === undefined) publicUrl = server.url;
       serverLimits = server.limits;
     },
-    logger: deps.logger,
+    logger,
+    endStreams: () => live.close(),
     close: () => {
+      live.close();
       stopWatching();
       clearInterval(sweeper);
       workspaces?.close();

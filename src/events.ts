@@ -9,8 +9,12 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** The journal was emptied (DELETE /__admin/calls, a reset). */
+  "journal:cleared": [];
   /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
   "order:updated": [Order];
+  /** An admin API request was answered (emitted only while someone listens: the request log at debug level). */
+  "admin:answered": [{ method: string; path: string; status: number; durationMs: number; workspace?: string }];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }

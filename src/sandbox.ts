@@ -7,6 +7,7 @@ import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
 import { waitUntil } from "./journal/wait.js";
+import { createRequestLog, type LogFormat, type LogLevel } from "./log/request-log.js";
 import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { startServer } from "./server/start-server.js";
 
@@ -21,6 +22,11 @@ export interface SandboxInit extends Partial<SandboxOptions> {
   limits?: Partial<ServerLimits>;
   /** Replace time, ids, randomness, outbound fetch or logging. */
   deps?: Partial<SandboxDeps>;
+  /**
+   * The CLI's request log on this process's stdout and stderr — a line per call, and the sandbox's messages —
+   * instead of `deps.logger`. Off by default: a test suite's output stays its own.
+   */
+  log?: { format?: LogFormat; level?: LogLevel; colours?: boolean };
 }
 
 /** A test suite's close() should not wait long for a call it abandoned. */
@@ -71,8 +77,19 @@ function compiled(expectation: Expectation, names: OperationNames) {
  *   await sandbox.close();
  */
 export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
-  const { listen = true, port = 0, host = "127.0.0.1", limits, deps, ...options } = init;
-  const internals = createApp(options, deps);
+  const { listen = true, port = 0, host = "127.0.0.1", limits, deps, log: logSettings, ...options } = init;
+  const log = logSettings
+    ? createRequestLog(
+        {
+          format: logSettings.format ?? (process.stdout.isTTY ? "pretty" : "json"),
+          level: logSettings.level ?? "info",
+          colours: logSettings.colours ?? process.stdout.isTTY === true,
+        },
+        { out: process.stdout, err: process.stderr },
+      )
+    : undefined;
+  const internals = createApp(options, log ? { ...deps, logger: log.logger } : deps);
+  const stopLogging = log?.observe(internals.sandboxEvents);
   // A port in use rejects here: stop what createApp started (watcher, scheduled pushes) before passing it on.
   const running = listen
     ? await startServer(internals, {
@@ -119,6 +136,8 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
         closing.abort();
         await running?.close();
         internals.close();
+        log?.flush();
+        stopLogging?.();
       })();
       return closed;
     },

@@ -4,6 +4,7 @@ import { parseJson } from "../envelope/json.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
+import type { AllocationPolicy } from "../orders/order-book.js";
 import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
 import { orderView } from "../orders/order-view.js";
 
@@ -22,7 +23,7 @@ const refusal = (issues: Issue[]) => outcome(issues.some((i) => i.code === "not-
 const ordersOf = (c: Context<EdgeEnv>) => c.get("workspace").orders;
 
 /** Orders of the pharmacy push flow (CONTRACT §8–9), of the workspace each request acts in. */
-export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number }): void {
+export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number; allocation: AllocationPolicy }): void {
   const json = async (request: Request) => {
     const read = await readBody(request, deps.maxBody);
     if (!read.ok)
@@ -51,7 +52,8 @@ export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number }
     return c.json(orderView(created.value), 201);
   });
 
-  admin.get("/orders", (c) => c.json({ orders: ordersOf(c).list().map(orderView) }));
+  // The policy too: under manual allocation, a client (the dashboard) offers to allocate.
+  admin.get("/orders", (c) => c.json({ orders: ordersOf(c).list().map(orderView), allocation: deps.allocation }));
 
   admin.get("/orders/:id", (c) => {
     const order = ordersOf(c).get(c.req.param("id"));

@@ -40,6 +40,8 @@ export interface AuthDeps {
   newId(): string;
   /** Outbound HTTP: a client's jwksUrl. */
   fetch: typeof fetch;
+  /** A token request's client authenticated: the request belongs to the client's workspace. */
+  clientIn?(c: Context<EdgeEnv>, workspace: string): void;
 }
 
 /**
@@ -106,6 +108,7 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
           endpoints: (c) => endpoints(c.req.url),
           now: deps.now,
           newId: deps.newId,
+          ...(deps.clientIn ? { clientIn: deps.clientIn } : {}),
         }),
       );
       app.get(JWKS_PATH, (c) => json(c, { keys: [key.jwk] }));

@@ -1,5 +1,4 @@
 import { randomUUID } from "node:crypto";
-import { parseArgs } from "node:util";
 import { DEFAULT_OPTIONS } from "../config/options.js";
 import { isValidEmiratesId } from "../domain/emirates-id.js";
 import {
@@ -14,6 +13,7 @@ import {
 } from "../examples/example-message.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
+import { parseCommandLine } from "./parse-command-line.js";
 
 export const EXAMPLE_USAGE = `Usage: uae-fhir-sandbox example <operation> [options]
 
@@ -57,7 +57,7 @@ class Usage extends Error {}
 class Unreachable extends Error {}
 
 function parse(argv: string[], env: NodeJS.ProcessEnv) {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     options: {
       bundle: { type: "boolean" },

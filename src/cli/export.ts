@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { parseArgs } from "node:util";
 import { formatProblem } from "../config/yaml-file.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import { newReadStats, readJournal } from "../record/read-journal.js";
 import { defaultOperationNames, loadScenarioText } from "../scenarios/load.js";
+import { parseCommandLine } from "./parse-command-line.js";
 
 export const EXPORT_USAGE = `Usage: uae-fhir-sandbox export --from <calls.ndjson> [--to <scenario.yaml>] [options]
 
@@ -33,7 +33,7 @@ export interface ExportIo {
 class Usage extends Error {}
 
 function parse(argv: string[]) {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     options: {
       from: { type: "string" },

@@ -1,6 +1,7 @@
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/request-log.js";
 import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 
 /** How a flag's text becomes a value. */
@@ -13,6 +14,7 @@ type Kind =
   | "url"
   | "list"
   | "header-names"
+  | "origins"
   | "boolean"
   | "workspaces"
   | { oneOf: readonly string[] };
@@ -24,14 +26,17 @@ export interface Flag {
   kind: Kind;
   default: string | undefined;
   help: string;
+  /** One-letter form, e.g. -p for --port. */
+  short?: string;
 }
 
-const flag = (name: string, kind: Kind, def: string | undefined, help: string): Flag => ({
+const flag = (name: string, kind: Kind, def: string | undefined, help: string, short?: string): Flag => ({
   name,
   env: name.toUpperCase().replaceAll("-", "_"),
   kind,
   default: def,
   help,
+  ...(short !== undefined ? { short } : {}),
 });
 
 /** A default duration in whole seconds, as --help shows it ("5s"). */
@@ -39,7 +44,7 @@ const seconds = (ms: number) => `${ms / 1000}s`;
 
 /** The serve command's flags, as one table: parsing, env vars and --help all come from it. */
 export const SERVE_FLAGS: readonly Flag[] = [
-  flag("port", "port", "8080", "TCP port to listen on; 0 picks a free port"),
+  flag("port", "port", "8080", "TCP port to listen on; 0 picks a free port", "p"),
   flag("host", "string", undefined, "interface to bind, e.g. 127.0.0.1 (default: all interfaces)"),
   flag("base-path", "string", "", "prefix for the message paths, e.g. /sandbox"),
   flag("max-body", "size", "1mb", "largest request body, in bytes or with a kb/mb unit"),
@@ -149,7 +154,13 @@ export const SERVE_FLAGS: readonly Flag[] = [
     DEFAULT_OPTIONS.emiratesIdCheck,
     "Emirates IDs (784-YYYY-NNNNNNN-C, Luhn check digit) under --emirates-id-system: an error, a warning, or unchecked",
   ),
-  flag("scenarios", "string", "./scenarios", "folder (or file) of scenario YAML files; a missing folder means none"),
+  flag(
+    "scenarios",
+    "string",
+    "./scenarios",
+    "folder (or file) of scenario YAML files; a missing folder means none",
+    "s",
+  ),
   flag(
     "max-scenario-file",
     "size",
@@ -188,6 +199,26 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "upstream URL: messages no scenario rule answers are forwarded there and its answers recorded",
   ),
   flag(
+    "log-format",
+    { oneOf: LOG_FORMATS },
+    undefined,
+    "the request log: pretty (a line per call, coloured on a terminal) or json (one object per line, for log shippers); default pretty on a terminal, json otherwise",
+  ),
+  flag(
+    "log-level",
+    { oneOf: LOG_LEVELS },
+    "info",
+    "least severe messages shown: debug, info (a line per call), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
+  ),
+  flag("quiet", "boolean", "false", "no line per call; the banner, warnings and errors still", "q"),
+  flag(
+    "cors",
+    "origins",
+    undefined,
+    "browser origins allowed to call the message and capability paths, comma-separated (e.g. http://localhost:3000), or * for any; off by default",
+  ),
+  flag("cors-admin", "boolean", "false", "the admin API answers the --cors origins too; needs --admin-token"),
+  flag(
     "redact-header",
     "header-names",
     undefined,
@@ -214,6 +245,7 @@ export interface ServeConfig {
   host: string | undefined;
   limits: ServerLimits;
   sandbox: SandboxOptions;
+  log: { format: LogFormat | undefined; level: LogLevel; quiet: boolean };
 }
 
 export class UsageError extends Error {}
@@ -253,7 +285,7 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
   if (kind === "boolean") {
     if (/^(true|1|yes|on)$/i.test(text)) return true;
     if (/^(false|0|no|off|)$/i.test(text)) return false;
-    throw bad("true or false");
+    throw bad("true or false (also 1/0, yes/no, on/off)");
   }
   if (kind === "port" || kind === "integer") {
     const n = Number(text);
@@ -271,6 +303,28 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
     const badName = kind === "header-names" ? items.find((name) => !HEADER_NAME.test(name)) : undefined;
     if (badName !== undefined)
       throw bad(`header names separated by commas, e.g. X-Clinic-Key,X-Tenant (not ${JSON.stringify(badName)})`);
+    return items.join(",");
+  }
+  if (kind === "origins") {
+    if (text.trim() === "*") return "*";
+    const items = text
+      .split(",")
+      .map((s) => s.trim().replace(/\/+$/, ""))
+      .filter(Boolean);
+    // An origin is scheme://host[:port], exactly as a browser sends it in the Origin header: no path.
+    const badOrigin = items.find((item) => {
+      try {
+        const url = new URL(item);
+        return (url.protocol !== "http:" && url.protocol !== "https:") || url.origin !== item;
+      } catch {
+        return true;
+      }
+    });
+    if (badOrigin !== undefined || items.length === 0) {
+      throw bad(
+        `* or origins separated by commas, e.g. http://localhost:3000,https://ehr.example.ae${badOrigin !== undefined ? ` (not ${JSON.stringify(badOrigin)}: an origin is scheme://host[:port], no path)` : ""}`,
+      );
+    }
     return items.join(",");
   }
   if (kind === "duration") {
@@ -342,6 +396,15 @@ export function resolveServeConfig(
       `--headers-timeout (${limits.headersTimeoutMs} ms) must not be longer than --request-timeout (${limits.requestTimeoutMs} ms)`,
     );
   }
+  const adminToken = (v["admin-token"] as string | undefined) || undefined;
+  const cors = ((v.cors as string | undefined) ?? "").split(",").filter(Boolean);
+  if (v["cors-admin"] === true && cors.length === 0) {
+    throw new UsageError("--cors-admin needs --cors <origins>: the origins the admin API answers");
+  }
+  // A browser page of an allowed origin could otherwise read and reset the journal without credentials.
+  if (v["cors-admin"] === true && adminToken === undefined) {
+    throw new UsageError("--cors-admin needs --admin-token: the admin API is opened to browsers only behind a token");
+  }
   if ((v.auth === "oauth2") !== (v.clients !== undefined && v.clients !== "")) {
     throw new UsageError(
       v.auth === "oauth2"
@@ -358,7 +421,7 @@ export function resolveServeConfig(
       basePath: v["base-path"] as string,
       maxBody: v["max-body"] as number,
       seed: v.seed as string,
-      adminToken: (v["admin-token"] as string | undefined) || undefined,
+      adminToken,
       lenientEnvelope: v["lenient-envelope"] as boolean,
       responseEnvelope: v["response-envelope"] as boolean,
       businessErrors: v["business-errors"] as "message" | "http",
@@ -392,6 +455,13 @@ export function resolveServeConfig(
       clientsFile: (v.clients as string | undefined) || undefined,
       tokenTtlMs: v["token-ttl"] as number,
       tokenKeyFile: (v["token-key"] as string | undefined) || undefined,
+      cors,
+      corsAdmin: v["cors-admin"] as boolean,
+    },
+    log: {
+      format: v["log-format"] as LogFormat | undefined,
+      level: v["log-level"] as LogLevel,
+      quiet: v.quiet as boolean,
     },
   };
 }
@@ -399,15 +469,22 @@ export function resolveServeConfig(
 /** parseArgs option declarations for the serve flags. */
 export function parseArgsOptions() {
   return Object.fromEntries(
-    SERVE_FLAGS.map((f) => [f.name, { type: f.kind === "boolean" ? ("boolean" as const) : ("string" as const) }]),
+    SERVE_FLAGS.map((f) => [
+      f.name,
+      {
+        type: f.kind === "boolean" ? ("boolean" as const) : ("string" as const),
+        ...(f.short !== undefined ? { short: f.short } : {}),
+      },
+    ]),
   );
 }
 
 export function flagsHelp(): string {
   const rows = SERVE_FLAGS.map((f) => {
     const value = f.kind === "boolean" ? "" : " <value>";
+    const short = f.short !== undefined ? `-${f.short}, ` : "";
     const def = f.default !== undefined && f.default !== "" ? ` (default: ${f.default})` : "";
-    return [`  --${f.name}${value}`, `${f.help}${def}. Env: ${f.env}`] as const;
+    return [`  ${short}--${f.name}${value}`, `${f.help}${def}. Env: ${f.env}`] as const;
   });
   const width = Math.max(...rows.map(([l]) => l.length)) + 2;
   return rows.map(([l, r]) => l.padEnd(width) + r).join("\n");

@@ -1,18 +1,30 @@
 #!/usr/bin/env node
 import { realpathSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
+import pino from "pino";
 import { createApp } from "../app.js";
 import { clientsJsonSchema } from "../auth/clients-file.js";
+import { createRequestLog, type LogStreams } from "../log/request-log.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { VERSION } from "../version.js";
+import { bannerEvent } from "./banner-event.js";
 import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
-import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, SERVE_FLAGS, UsageError } from "./flags.js";
+import {
+  flagsHelp,
+  parseArgsOptions,
+  resolveFlag,
+  resolveServeConfig,
+  SERVE_FLAGS,
+  type ServeConfig,
+  UsageError,
+} from "./flags.js";
+import { CommandLineError, parseCommandLine } from "./parse-command-line.js";
 import { replayCommand } from "./replay.js";
+import { startFailure } from "./start-failure.js";
 import { trigger } from "./trigger.js";
 import { validate } from "./validate.js";
 
@@ -34,14 +46,15 @@ Usage:
   uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
                                             re-send recorded calls, compare the answers; exit 1 on any
                                             difference; replay --help for what is compared
-  uae-fhir-sandbox --help                   this help
-  uae-fhir-sandbox --version                the version
+  uae-fhir-sandbox -h, --help               this help
+  uae-fhir-sandbox -v, --version            the version
 
 Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events, scenarios, pharmacies, orders, patients, reset)
+Dashboard: /__admin/ui/ (in a browser; GET / links it)
 OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
@@ -49,6 +62,10 @@ export interface CliIo {
   out(line: string): void;
   err(line: string): void;
   env: NodeJS.ProcessEnv;
+  /** stdout is a terminal: the request log is pretty and coloured by default. */
+  tty?: boolean;
+  /** Where serve's request log writes (default: out and err, a line at a time). */
+  logStreams?(): LogStreams;
 }
 
 /**
@@ -63,31 +80,46 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
   // example builds a message; it reads a running sandbox only for an order's ids.
   if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
-  // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative).
-  const negated = new Set<string>();
+  // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative), and --<flag>=<value>
+  // sets one with the words its environment variable takes (--watch=no): parseArgs takes neither.
+  const booleans = SERVE_FLAGS.filter((f) => f.kind === "boolean").map((f) => f.name);
+  const given = new Map<string, string | boolean>();
   const args = argv.filter((arg) => {
-    const name = /^--no-(.+)$/.exec(arg)?.[1];
-    if (name && SERVE_FLAGS.some((f) => f.name === name && f.kind === "boolean")) {
-      negated.add(name);
+    const negated = /^--no-(.+)$/.exec(arg)?.[1];
+    if (negated !== undefined && booleans.includes(negated)) {
+      given.set(negated, false);
+      return false;
+    }
+    const assigned = /^--([^=]+)=(.*)$/.exec(arg);
+    if (assigned?.[1] !== undefined && booleans.includes(assigned[1])) {
+      given.set(assigned[1], assigned[2] ?? "");
       return false;
     }
     return true;
   });
-  let parsed: ReturnType<typeof parseArgs>;
+  let parsed: ReturnType<typeof parseCommandLine>;
   try {
-    parsed = parseArgs({
-      args,
-      options: { ...parseArgsOptions(), help: { type: "boolean", short: "h" }, version: { type: "boolean" } },
-      allowPositionals: true,
-      strict: true,
-    });
+    parsed = parseCommandLine(
+      {
+        args,
+        options: {
+          ...parseArgsOptions(),
+          help: { type: "boolean", short: "h" },
+          version: { type: "boolean", short: "v" },
+        },
+        allowPositionals: true,
+        strict: true,
+      },
+      booleans.map((name) => `no-${name}`),
+    );
   } catch (error) {
-    io.err(`${(error as Error).message}\nRun uae-fhir-sandbox --help for the options.`);
+    if (!(error instanceof CommandLineError)) throw error;
+    io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
     return 2;
   }
   const { positionals } = parsed;
   const values = { ...parsed.values } as Record<string, string | boolean | undefined>;
-  for (const name of negated) values[name] = false;
+  for (const [name, value] of given) values[name] = value;
   if (values.help) {
     io.out(USAGE);
     return 0;
@@ -127,47 +159,72 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.err(`Unknown command: ${positionals.join(" ")}\nRun uae-fhir-sandbox --help for the commands.`);
     return 2;
   }
+  let config: ServeConfig;
   try {
-    const config = resolveServeConfig(values, io.env);
-    return await serve(config, io);
+    config = resolveServeConfig(values, io.env);
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
-      return 2;
-    }
-    io.err(`uae-fhir-sandbox could not start: ${(error as Error).message}`);
-    return 1;
+    if (!(error instanceof UsageError)) throw error;
+    io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
+    return 2;
   }
+  return serve(config, io);
 }
 
-async function serve(config: ReturnType<typeof resolveServeConfig>, io: CliIo): Promise<number> {
-  const sandbox = createApp(config.sandbox, {
-    logger: { info: io.out, error: (m, e) => io.err(e === undefined ? m : `${m}: ${String(e)}`) },
-  });
-  const running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits }).catch(
-    (error: unknown) => {
-      sandbox.close();
-      throw error;
-    },
+/** The request log's streams when the caller gives none: its out and err, a line at a time. */
+const linesOf = (io: CliIo): LogStreams => ({
+  out: { write: (text: string) => io.out(text.replace(/\n$/, "")) },
+  err: { write: (text: string) => io.err(text.replace(/\n$/, "")) },
+});
+
+async function serve(config: ServeConfig, io: CliIo): Promise<number> {
+  const format = config.log.format ?? (io.tty ? "pretty" : "json");
+  // https://no-color.org: any non-empty NO_COLOR turns colours off.
+  const colours = format === "pretty" && io.tty === true && !io.env.NO_COLOR;
+  const log = createRequestLog({ format, level: config.log.level, colours }, io.logStreams?.() ?? linesOf(io));
+  // Nothing is printed until the server listens: a failure to start is the first and only thing said.
+  log.hold();
+  let sandbox: ReturnType<typeof createApp>;
+  let running: Awaited<ReturnType<typeof startServer>>;
+  try {
+    sandbox = createApp(config.sandbox, { logger: log.logger });
+  } catch (error) {
+    io.err(`uae-fhir-sandbox could not start: ${(error as Error).message}`);
+    log.release();
+    return 1;
+  }
+  try {
+    running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits });
+  } catch (error) {
+    sandbox.close();
+    io.err(`uae-fhir-sandbox could not start: ${startFailure(error, config)}`);
+    log.release();
+    return 1;
+  }
+  // Every workspace's calls: each line names its workspace when it is not the default one.
+  if (!config.log.quiet) log.observe(sandbox.sandboxEvents);
+  log.banner(
+    bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
+    `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,
   );
-  io.out(`uae-fhir-sandbox ${VERSION} listening on ${running.url}`);
-  io.out(`  messages: POST ${running.url}${config.sandbox.basePath}/uae-fhir/r4/$process-message`);
-  io.out(`  admin:    ${running.url}/__admin/health`);
+  log.release();
+  const { logger } = sandbox;
   return new Promise((resolve) => {
     // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
     // A second signal is not caught: it ends the process at once.
     const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
-      io.out(`received ${signal}, shutting down`);
+      logger.info(`received ${signal}, shutting down`, { event: "stopping", signal });
       const { cutOff } = await running.close();
       if (cutOff > 0) {
-        io.err(
+        logger.warn(
           `${cutOff} request(s) still in flight after ${config.limits.shutdownGraceMs} ms (--shutdown-grace) were cut off`,
+          { event: "cut-off", requests: cutOff },
         );
       }
       sandbox.close();
-      io.out("stopped");
+      log.flush();
+      logger.info("stopped", { event: "stopped" });
       resolve(0);
     };
     process.on("SIGTERM", stop);
@@ -188,6 +245,13 @@ if (invokedDirectly) {
     out: (line) => console.log(line),
     err: (line) => console.error(line),
     env: process.env,
+    tty: process.stdout.isTTY === true,
+    // Written synchronously, as Node writes to pipes and files, so that no line is lost or reordered at exit; the
+    // request log batches the lines of a turn of the event loop into one write, off the request path.
+    logStreams: () => ({
+      out: pino.destination({ dest: 1, sync: true }),
+      err: pino.destination({ dest: 2, sync: true }),
+    }),
   });
   process.exit(code);
 }

@@ -1,10 +1,10 @@
 import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import { parseArgs } from "node:util";
 import { shownValue } from "../record/compare.js";
 import { type JunitCase, junitXml } from "../record/junit.js";
 import { newReadStats, readJournal } from "../record/read-journal.js";
 import { type ReplayResult, replayCalls } from "../record/replay.js";
+import { parseCommandLine } from "./parse-command-line.js";
 
 export const REPLAY_USAGE = `Usage: uae-fhir-sandbox replay <calls.ndjson> --target <url> [options]
 
@@ -47,7 +47,7 @@ const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)?$/;
 const MAX_SHOWN = 10;
 
 function parse(argv: string[]) {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     options: {
       target: { type: "string" },

@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { parseCommandLine } from "./parse-command-line.js";
 
 export const TRIGGER_USAGE = `Usage: uae-fhir-sandbox trigger order [options]
 
@@ -58,7 +58,7 @@ interface OrderView {
 }
 
 function parse(argv: string[], env: NodeJS.ProcessEnv) {
-  const { values, positionals } = parseArgs({
+  const { values, positionals } = parseCommandLine({
     args: argv,
     options: {
       url: { type: "string" },

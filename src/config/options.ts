@@ -69,6 +69,10 @@ export interface SandboxOptions {
   publicUrl: string | undefined;
   /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
   redactHeaders: string[];
+  /** Browser origins allowed to call the message and capability paths (CORS); ["*"] for any; empty for none. */
+  cors: string[];
+  /** The admin API answers those origins too; needs an admin token. */
+  corsAdmin: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
   /** The OAuth2 clients (YAML); required with auth oauth2. */
@@ -114,6 +118,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalFile: undefined,
   proxy: undefined,
   redactHeaders: [],
+  cors: [],
+  corsAdmin: false,
   auth: "off",
   clientsFile: undefined,
   tokenTtlMs: 5 * 60_000,

@@ -33,7 +33,8 @@ export interface CallDraft {
   response: { status: number; headers: Record<string, string>; body: string } | null;
   /** Why an outbound delivery got no answer (timeout, refused, …). */
   error?: string;
-  /** Push deliveries: where to, and which attempt. */
+  /** Push deliveries: the pharmacy's licence, where to, and which attempt. */
+  pharmacy?: string;
   target?: string;
   attempt?: number;
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */

@@ -32,6 +32,8 @@ export interface PageQuery extends Omit<CallFilter, "limit"> {
   cursor?: number;
   /** At most this many calls. */
   limit?: number;
+  /** And only calls this predicate holds for (a compiled CallSearch). */
+  where?: (call: CallRecord) => boolean;
 }
 
 export interface CallPage {
@@ -199,14 +201,16 @@ export class Journal {
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
+    this.events.emit("journal:cleared");
   }
 }
 
-function matches(call: CallRecord, filter: Omit<CallFilter, "limit">): boolean {
+function matches(call: CallRecord, filter: Omit<PageQuery, "order" | "cursor" | "limit">): boolean {
   return (
     (filter.operation === undefined || call.operation === filter.operation) &&
     (filter.direction === undefined || call.direction === filter.direction) &&
     (filter.messageId === undefined || call.messageId === filter.messageId) &&
-    (filter.since === undefined || call.at >= filter.since)
+    (filter.since === undefined || call.at >= filter.since) &&
+    (filter.where === undefined || filter.where(call))
   );
 }

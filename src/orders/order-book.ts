@@ -1,7 +1,7 @@
 import type { Task } from "fhir/r4.js";
-import type { Logger } from "../app.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
+import type { SandboxLogger } from "../log/logger.js";
 import type { PushDispatcher } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import type { Order, PharmacyRequest } from "./order.js";
@@ -36,8 +36,8 @@ export interface WorkflowDeps {
   pharmacies: PharmacyRegistry;
   dispatcher: PushDispatcher;
   events: SandboxEvents;
-  /** Where failures of background work (after a push, at a deadline) go. */
-  logger: Logger;
+  /** Where failed pushes and failures of background work (after a push, at a deadline) go. */
+  logger: SandboxLogger;
   /**
    * Where pharmacies reach this workspace's message paths: the sandbox's URL as they see it, the workspace's
    * prefix and the base path. Pushes name their source and fullUrls under it, so answers lead back here.

@@ -38,12 +38,30 @@ export async function pushOrder(
     deps,
   );
   const header = bundle.entry?.[0]?.resource as { id: string };
-  return deps.dispatcher.deliver({
+  const result = await deps.dispatcher.deliver({
     target: pharmacy.endpoint,
+    pharmacy: request.licence,
     headers: pharmacy.headers,
     body: JSON.stringify({ content: JSON.stringify(bundle) }),
     event,
     messageId: header.id,
     events: deps.events,
   });
+  if (!result.delivered) {
+    // Each attempt is a line of the request log; this says the push as a whole is given up.
+    deps.logger.warn(
+      `order ${order.id}: ${event} to pharmacy ${request.licence} (${pharmacy.endpoint}) failed after ${result.attempts} attempt(s): ${result.error ?? `answered ${result.status}`}`,
+      {
+        event: "push-failed",
+        order: order.id,
+        pharmacy: request.licence,
+        push: event,
+        target: pharmacy.endpoint,
+        attempts: result.attempts,
+        status: result.status,
+        error: result.error,
+      },
+    );
+  }
+  return result;
 }

@@ -26,6 +26,8 @@ export interface PushDeps {
 
 export interface Push {
   target: string;
+  /** The pharmacy's licence, when the push is for a known pharmacy. */
+  pharmacy?: string;
   /** The pharmacy's headers (Subscription.channel.header): sent as they are, recorded redacted. */
   headers: Record<string, string>;
   /** The envelope text: {"content": "<bundle string>"}. */
@@ -35,6 +37,17 @@ export interface Push {
   messageId: string;
   /** Where its attempts are announced: the pushing workspace's events (default the dispatcher's). */
   events?: SandboxEvents;
+}
+
+/** Deliveries under way (GET /__admin/health). */
+export interface PushStats {
+  /** Pushes not yet finished: attempting, waiting for a slot, or backing off before a retry. */
+  pending: number;
+  /** Attempts in flight now. */
+  inFlight: number;
+  /** Attempts waiting for one of the `concurrency` slots. */
+  queued: number;
+  concurrency: number;
 }
 
 export interface PushResult {
@@ -60,6 +73,7 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  */
 export class PushDispatcher {
   #active = 0;
+  #pending = 0;
   readonly #queue: Array<() => void> = [];
 
   constructor(
@@ -67,7 +81,25 @@ export class PushDispatcher {
     private readonly deps: PushDeps,
   ) {}
 
+  stats(): PushStats {
+    return {
+      pending: this.#pending,
+      inFlight: this.#active,
+      queued: this.#queue.length,
+      concurrency: this.settings.concurrency,
+    };
+  }
+
   async deliver(push: Push): Promise<PushResult> {
+    this.#pending++;
+    try {
+      return await this.#deliver(push);
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #deliver(push: Push): Promise<PushResult> {
     if (!pushableScheme(push.target) || !hostAllowed(push.target, this.settings.allow)) {
       const error = `target ${push.target} is not allowed (http/https only; --push-allow ${this.settings.allow.join(",") || "*"})`;
       this.#record(push, 1, this.deps.now(), 0, null, error);
@@ -169,6 +201,7 @@ export class PushDispatcher {
         ? { status: response.status, headers: headerRecord(response.headers), body: response.body }
         : null,
       ...(error ? { error } : {}),
+      ...(push.pharmacy !== undefined ? { pharmacy: push.pharmacy } : {}),
       target: push.target,
       attempt,
     });

@@ -49,7 +49,9 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
     },
   }) as Server;
   server.maxConnections = limits.maxConnections;
-  reportDrops(server, limits.maxConnections, (m) => sandbox.logger.error(m));
+  reportDrops(server, limits.maxConnections, (m, dropped) =>
+    sandbox.logger.warn(m, { event: "connections-dropped", dropped, maxConnections: limits.maxConnections }),
+  );
 
   const inFlight = new Set<ServerResponse>();
   let stopping = false;
@@ -63,6 +65,8 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
   const close = (graceMs = limits.shutdownGraceMs) =>
     (closing ??= new Promise((resolve) => {
       stopping = true;
+      // Event streams never finish on their own: ended now, they do not hold the stop for the whole grace.
+      sandbox.endStreams();
       for (const res of inFlight) {
         if (!res.headersSent) res.shouldKeepAlive = false;
         else res.once("finish", () => res.socket?.end());
@@ -95,7 +99,7 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
 }
 
 /** Logs when connections are dropped at the cap: the first at once, then a count at most every 10 s. */
-function reportDrops(server: Server, cap: number, warn: (message: string) => void): void {
+function reportDrops(server: Server, cap: number, warn: (message: string, dropped: number) => void): void {
   let unreported = 0;
   let lastReport = Number.NEGATIVE_INFINITY;
   server.on("drop", () => {
@@ -104,6 +108,7 @@ function reportDrops(server: Server, cap: number, warn: (message: string) => voi
     if (now - lastReport < DROP_LOG_INTERVAL_MS) return;
     warn(
       `${cap} connections are open (--max-connections): dropped ${unreported} new connection(s)${Number.isFinite(lastReport) ? ` in the last ${Math.round((now - lastReport) / 1000)} s` : ""}; they are closed as they arrive until an open one ends`,
+      unreported,
     );
     unreported = 0;
     lastReport = now;

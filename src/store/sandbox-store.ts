@@ -37,6 +37,17 @@ export interface PatientState {
   records: Resource[];
 }
 
+/** A patient in the list of known patients (GET /__admin/patients). */
+export interface PatientSummary {
+  id: string;
+  identifier: NonNullable<Patient["identifier"]>;
+  name: NonNullable<Patient["name"]>;
+  gender: string | null;
+  birthDate: string | null;
+  /** Records held, by type (removed ones included). */
+  records: Partial<Record<RecordType, number>>;
+}
+
 interface Held {
   resource: Resource;
   patientId: string;
@@ -271,6 +282,26 @@ export class SandboxStore {
     return (this.#byPatient.get(patientId) ?? []).flatMap((ref) => {
       const held = this.#records.get(ref);
       return held && (types as readonly string[]).includes(held.resource.resourceType) ? [held.resource as R] : [];
+    });
+  }
+
+  /** Every patient the sandbox knows, in the order it met them, with how many records of each type they have. */
+  patients(): PatientSummary[] {
+    return [...this.#patients.values()].map((patient) => {
+      const id = patient.id as string;
+      const records: Partial<Record<RecordType, number>> = {};
+      for (const ref of this.#byPatient.get(id) ?? []) {
+        const type = this.#records.get(ref)?.resource.resourceType as RecordType | undefined;
+        if (type) records[type] = (records[type] ?? 0) + 1;
+      }
+      return {
+        id,
+        identifier: patient.identifier ?? [],
+        name: patient.name ?? [],
+        gender: patient.gender ?? null,
+        birthDate: patient.birthDate ?? null,
+        records,
+      };
     });
   }
 

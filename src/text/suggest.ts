@@ -1,14 +1,24 @@
-/** Levenshtein distance (insert, delete, substitute: 1 each), case-insensitive. */
+/**
+ * Edit distance, case-insensitive: insert, delete, substitute, and swap two
+ * neighbouring characters (so `prot` is one edit from `port`), 1 each — the
+ * optimal-string-alignment form of Damerau-Levenshtein.
+ */
 export function editDistance(a: string, b: string): number {
   const s = a.toLowerCase();
   const t = b.toLowerCase();
+  let before: number[] = [];
   let previous = Array.from({ length: t.length + 1 }, (_, j) => j);
   for (let i = 1; i <= s.length; i++) {
     const current = [i];
     for (let j = 1; j <= t.length; j++) {
       const substitute = (previous[j - 1] as number) + (s[i - 1] === t[j - 1] ? 0 : 1);
-      current.push(Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitute));
+      let best = Math.min((previous[j] as number) + 1, (current[j - 1] as number) + 1, substitute);
+      if (i > 1 && j > 1 && s[i - 1] === t[j - 2] && s[i - 2] === t[j - 1]) {
+        best = Math.min(best, (before[j - 2] as number) + 1);
+      }
+      current.push(best);
     }
+    before = previous;
     previous = current;
   }
   return previous[t.length] as number;
@@ -22,6 +32,7 @@ export function editDistance(a: string, b: string): number {
  * @example
  *   nearest("add-alergy", ["add-allergy", "add-task"]) // "add-allergy"
  *   nearest("request.messageid", ["request.messageId"]) // "request.messageId"
+ *   nearest("prot", ["port", "host"]) // "port"
  */
 export function nearest(name: string, known: Iterable<string>): string | undefined {
   let best: string | undefined;

@@ -1,4 +1,4 @@
-import type { Logger, SandboxDeps } from "../app.js";
+import type { SandboxDeps } from "../app.js";
 import type { SandboxOptions } from "../config/options.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import { SandboxEvents } from "../events.js";
@@ -8,6 +8,7 @@ import type { HandlerTable } from "../handlers/handler.js";
 import type { CallIds } from "../journal/call-ids.js";
 import { Journal } from "../journal/journal.js";
 import type { Redaction } from "../journal/redact.js";
+import type { SandboxLogger } from "../log/logger.js";
 import { OrderWorkflow } from "../orders/order-workflow.js";
 import { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import { ScheduledPushes } from "../orders/scheduled-pushes.js";
@@ -34,7 +35,7 @@ const REPLAY_LIMIT = 2_000;
 export interface WorkspaceShared {
   options: SandboxOptions;
   deps: Pick<SandboxDeps, "now" | "newId" | "random" | "fetch" | "handlers">;
-  logger: Logger;
+  logger: SandboxLogger;
   catalogue: Catalogue;
   folder: ScenarioFolder;
   dispatcher: PushDispatcher;

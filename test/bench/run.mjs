@@ -8,7 +8,7 @@
 // Settings (environment): BENCH_REQUESTS (10000) and BENCH_WARMUP (2000) per
 // throughput run, BENCH_TIMEOUT_MS per request (10000), BENCH_MEMORY_CALLS
 // (100000); scenario-matching has its own BENCH_CONNECTIONS (10),
-// BENCH_MATCHING_REQUESTS (3000) and BENCH_ROUNDS (4).
+// BENCH_MATCHING_REQUESTS (3000) and BENCH_ROUNDS (4); request-log runs 3000 requests.
 //
 // A section is { id, title, run(settings) → Promise<Markdown | { markdown, summary }> },
 // summary lines being { what, value, target?, met? } for the table printed at the
@@ -22,6 +22,7 @@ import { memory } from "./memory.mjs";
 import { mixedLoad } from "./mixed-load.mjs";
 import { pinning } from "./pinned.mjs";
 import { profile } from "./profile.mjs";
+import { requestLog } from "./request-log.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
 import { throughput } from "./throughput.mjs";
 import { validation } from "./validation.mjs";
@@ -36,6 +37,7 @@ const SECTIONS = [
   [mixedLoad, {}],
   [profile, {}],
   [scenarioMatching, { requests: "BENCH_MATCHING_REQUESTS", warmup: 300 }],
+  [requestLog, { requests: 3000 }],
 ];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */

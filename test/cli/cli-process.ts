@@ -116,7 +116,7 @@ export function cli(args: readonly string[], env: Record<string, string> = {}): 
 }
 
 /** The URL a serving CLI prints on its "listening on" line. */
-export const LISTENING = /listening on (http:\/\/\S+)/;
+export const LISTENING = /listening on (http:\/\/[^\s"]+)/;
 
 /** Starts a server process and waits for its "listening on http://..." line. */
 export async function serve(child: Child): Promise<{ child: Child; url: string }> {

@@ -86,6 +86,15 @@ describe("the Dockerfile", () => {
     expect(compile).toBeGreaterThan(ci);
   });
 
+  it("gives the build what npm run build reads: the sources, scripts/, and the README and docs/ it renders", () => {
+    const copied = all(build, "COPY").flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    for (const needed of ["tsconfig.json", "src", "scripts", "README.md", "docs", "scenarios/README.md"])
+      expect(copied, needed).toContain(needed);
+    const ignored = readFileSync(`${ROOT}.dockerignore`, "utf8").split("\n");
+    expect(ignored).not.toContain("docs");
+    expect(ignored).not.toContain("scripts");
+  });
+
   it("runs on node:24-bookworm-slim with production dependencies only, dist/ and scenarios/", () => {
     expect(runtime[0]?.args).toMatch(/^node:24-bookworm-slim\b/);
     const runs = all(runtime, "RUN").map((i) => i.args);

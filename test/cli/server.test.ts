@@ -99,7 +99,7 @@ describe("stopping", { timeout: 30_000 }, () => {
   it.each(["SIGTERM", "SIGINT"] as const)(
     "exits 0 promptly on %s, after printing its shutdown line",
     async (signal) => {
-      const { url, child } = await startCli();
+      const { url, child } = await startCli(["--log-format", "pretty"]);
       // An idle keep-alive connection must not hold the shutdown until the grace period ends.
       expect((await http(`${url}/__admin/health`)).status).toBe(200);
       child.process.kill(signal);
@@ -186,12 +186,12 @@ describe("--help and --version", { timeout: 30_000 }, () => {
     expect(run.code).toBe(0);
     const lines = run.stdout.split("\n");
     for (const f of SERVE_FLAGS) {
-      const line = lines.find((l) => new RegExp(`^\\s*--${f.name}\\b`).test(l));
+      const line = lines.find((l) => new RegExp(`^\\s*(-\\w, )?--${f.name}\\b`).test(l));
       expect(line, `--help has no line for --${f.name}`).toBeDefined();
       expect(line).toContain(`Env: ${f.env}`);
       if (f.default) expect(line).toContain(`(default: ${f.default})`);
     }
-    const listed = lines.flatMap((l) => /^\s*--([a-z-]+)/.exec(l)?.[1] ?? []);
+    const listed = lines.flatMap((l) => /^\s*(?:-\w, )?--([a-z-]+)/.exec(l)?.[1] ?? []);
     expect(listed).toEqual(SERVE_FLAGS.map((f) => f.name));
   });
 

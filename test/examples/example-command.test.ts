@@ -103,7 +103,7 @@ describe("uae-fhir-sandbox example: a message the sandbox accepts, for each pati
       ["add-allergy", "--order", "1"],
       /--order is for confirm-drugs-availability, receive-allocation, send-dispense-summary/,
     ],
-    [["add-allergy", "--colour", "red"], /Unknown option '--colour'/],
+    [["add-allergy", "--colour", "red"], /^unknown option --colour\n/],
   ])("bad usage %j: exit 2, saying what is wrong", async (args, says) => {
     const run = await example(args);
     expect(run.code).toBe(2);

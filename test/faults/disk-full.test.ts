@@ -21,12 +21,17 @@ describe("a full disk under --journal-file", { timeout: 30_000 }, () => {
 
       expect(load.failures).toEqual([]);
       expect(load.answered.filter((a) => a.status !== 200)).toEqual([]);
-      const warnings = child.stderr.split("\n").filter((l) => l.includes(FULL));
+      // The default log format off a terminal: one JSON object per line, warnings on stderr.
+      const warnings = child.stderr
+        .split("\n")
+        .filter((l) => l.includes(FULL))
+        .map((l) => JSON.parse(l) as { level: string; event: string; path: string; msg: string });
       expect(warnings).toHaveLength(1);
-      expect(warnings[0]).toMatch(
+      expect(warnings[0]).toMatchObject({ level: "warn", event: "journal-file", path: FULL });
+      expect(warnings[0]?.msg).toMatch(
         /^journal file \/dev\/full: could not write call \d+ \(ENOSPC: no space left on device/,
       );
-      expect(warnings[0]).toContain("keeps every call in memory (GET /__admin/calls)");
+      expect(warnings[0]?.msg).toContain("keeps every call in memory (GET /__admin/calls)");
 
       // Nothing else is lost: the in-memory journal has every answered call.
       const calls = (await http(`${url}/__admin/calls`)).json.calls as Array<{ id: string; messageId: string }>;

@@ -71,7 +71,7 @@ async function slowCallInFlight(url: string, rule: "slow" | "hold" = "slow"): Pr
 describe("SIGTERM under load", { timeout: 30_000 }, () => {
   it("loses no answered call from --journal-file, the slow call sent just before the signal included", async () => {
     const { file, args } = workspace();
-    const { url, child } = await startCli(["--journal-file", file, ...args]);
+    const { url, child } = await startCli(["--journal-file", file, "--log-format", "pretty", ...args]);
     const load = startLoad(url, { workers: 4 });
     await load.reached(30);
     const slow = await slowCallInFlight(url);
@@ -89,7 +89,7 @@ describe("SIGTERM under load", { timeout: 30_000 }, () => {
     expectAllInFile([...load.answered, slowAnswer], lines);
     expect(lines.find((l) => l.id === slowAnswer.callId)?.messageId).toBe(slowAnswer.messageId);
     // The slow call ended after the signal: the stop waited for it, then closed the file.
-    expect(child.stdout).toMatch(/received SIGTERM, shutting down\n(.*\n)*stopped\n?$/);
+    expect(child.stdout).toMatch(/received SIGTERM, shutting down\n(.*\n)*.*INFO stopped\n?$/);
   });
 
   it("cuts a call still running after --shutdown-grace, and says so", async () => {

@@ -253,7 +253,7 @@ describe("uae-fhir-sandbox export", () => {
     ["no journal", [], "export needs the recorded calls"],
     ["a missing journal", ["--from", "/no/such/calls.ndjson"], "no such file"],
     ["the journal as the output", ["--from", "JOURNAL", "--to", "JOURNAL"], "is the journal itself"],
-    ["an unknown option", ["--from", "JOURNAL", "--fast"], "Unknown option"],
+    ["an unknown option", ["--from", "JOURNAL", "--fast"], "unknown option --fast"],
   ])("exits 2 on %s", async (_name, args, message) => {
     const dir = mkdtempSync(join(tmpdir(), "export-cli-"));
     try {

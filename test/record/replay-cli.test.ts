@@ -51,7 +51,7 @@ describe("uae-fhir-sandbox replay", { timeout: 30_000 }, () => {
     ["a target that is not a URL", ["FILE", "--target", "localhost:8080"], "expected an http:// or https:// URL"],
     ["a bad --header", ["FILE", "--target", "http://127.0.0.1:1", "--header", "nocolon"], '"Name: value"'],
     ["a bad --timeout", ["FILE", "--target", "http://127.0.0.1:1", "--timeout", "soon"], "a duration such as 10s"],
-    ["an unknown option", ["FILE", "--target", "http://127.0.0.1:1", "--fast"], "Unknown option"],
+    ["an unknown option", ["FILE", "--target", "http://127.0.0.1:1", "--fast"], "unknown option --fast"],
   ])("exits 2 on %s", async (_name, args, message) => {
     const file = await recordedFile();
     const result = await run(args.map((a) => (a === "FILE" ? file : a)));

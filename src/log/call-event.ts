@@ -1,0 +1,113 @@
+import type { CallRecord } from "../journal/call-record.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
+
+/**
+ * One recorded call as a log event: what a person scanning the console and a
+ * log shipper both need, no bodies. JSON keys are stable (docs/logging.md).
+ */
+export interface CallEvent {
+  event: "call";
+  callId: string;
+  /** The workspace the call acted in, when not the default one (a shared sandbox's log names the team). */
+  workspace?: string;
+  direction: "inbound" | "outbound";
+  /** The operation (inbound) or push event (outbound); null when it could not be told. */
+  operation: string | null;
+  method: string;
+  path: string;
+  /** HTTP status; null when nothing answered (a fault, a push that got no answer). */
+  status: number | null;
+  /** MessageHeader.response.code of a response message; null for other bodies. */
+  responseCode: string | null;
+  /** The scenario rule that answered, or null. */
+  rule: string | null;
+  /** Who answered an inbound call: the rule's name, "built-in", or "upstream" (--proxy). */
+  answeredBy?: string;
+  durationMs: number;
+  messageId: string | null;
+  /** The first issue's diagnostics of a refusal (a bare OperationOutcome, or a response message that is not ok). */
+  issue?: string;
+  fault?: string;
+  duplicate?: true;
+  /** Why a push attempt got no answer. */
+  error?: string;
+  /** Pushes: the pharmacy's licence, where to, and which attempt. */
+  pharmacy?: string;
+  target?: string;
+  attempt?: number;
+}
+
+/** `"response": {… "code": "x"`, also inside a {"content": "…"} envelope (escaped quotes). */
+const RESPONSE_CODE = /\\?"response\\?"\s*:\s*\{(?:[^{}]|\{[^{}]*\})*?\\?"code\\?"\s*:\s*\\?"([a-z-]+)\\?"/;
+/** The MessageHeader is the first entry: its response is within the first few kilobytes of any answer. */
+const HEADER_WINDOW = 8 * 1024;
+/** Refusals are read for their first issue only when small: a refusal is a few kilobytes. */
+const ISSUE_BODY_LIMIT = 64 * 1024;
+/** Diagnostics longer than this are cut in the log (the journal has them whole). */
+const ISSUE_LENGTH = 240;
+
+/**
+ * The log event of a recorded call. Reads only the start of the answer for
+ * its response code, and parses a body only for a refusal's first issue.
+ */
+export function callEvent(call: CallRecord): CallEvent {
+  const status = call.response?.status ?? null;
+  const body = call.response?.body ?? "";
+  const responseCode = body === "" ? null : (RESPONSE_CODE.exec(body.slice(0, HEADER_WINDOW))?.[1] ?? null);
+  const refused = status !== null && (status >= 400 || (responseCode !== null && responseCode !== "ok"));
+  const issue = refused && body.length <= ISSUE_BODY_LIMIT ? firstIssue(body) : undefined;
+  return {
+    event: "call",
+    callId: call.id,
+    ...(call.workspace !== DEFAULT_WORKSPACE ? { workspace: call.workspace } : {}),
+    direction: call.direction,
+    operation: call.operation,
+    method: call.request.method,
+    path: call.request.path,
+    status,
+    responseCode,
+    rule: call.rule,
+    ...(call.direction === "inbound"
+      ? { answeredBy: call.rule ?? (call.upstream !== undefined ? "upstream" : "built-in") }
+      : {}),
+    durationMs: call.durationMs,
+    messageId: call.messageId,
+    ...(issue !== undefined ? { issue } : {}),
+    ...(call.fault !== undefined ? { fault: call.fault } : {}),
+    ...(call.duplicate ? { duplicate: true as const } : {}),
+    ...(call.error !== undefined ? { error: call.error } : {}),
+    ...(call.pharmacy !== undefined ? { pharmacy: call.pharmacy } : {}),
+    ...(call.target !== undefined ? { target: call.target } : {}),
+    ...(call.attempt !== undefined ? { attempt: call.attempt } : {}),
+  };
+}
+
+/** The diagnostics (else the code) of the first OperationOutcome issue in a body, enveloped or not. */
+function firstIssue(text: string): string | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+    const content = (value as { content?: unknown } | null)?.content;
+    if (typeof content === "string") value = JSON.parse(content);
+  } catch {
+    return undefined;
+  }
+  const outcome = outcomeOf(value);
+  const first = outcome?.issue?.[0];
+  const said = first?.diagnostics ?? first?.details?.text ?? first?.code;
+  if (typeof said !== "string") return undefined;
+  return said.length > ISSUE_LENGTH ? `${said.slice(0, ISSUE_LENGTH - 1)}…` : said;
+}
+
+interface Outcome {
+  resourceType: "OperationOutcome";
+  issue?: Array<{ code?: unknown; diagnostics?: unknown; details?: { text?: unknown } }>;
+}
+
+/** The OperationOutcome itself, or the first one among a Bundle's entries. */
+function outcomeOf(value: unknown): Outcome | undefined {
+  const resource = value as { resourceType?: unknown; entry?: Array<{ resource?: { resourceType?: unknown } }> } | null;
+  if (resource?.resourceType === "OperationOutcome") return resource as Outcome;
+  if (resource?.resourceType !== "Bundle" || !Array.isArray(resource.entry)) return undefined;
+  return resource.entry.find((e) => e?.resource?.resourceType === "OperationOutcome")?.resource as Outcome | undefined;
+}
