@@ -126,10 +126,14 @@ describe("--workspace-ttl (a fake clock)", () => {
     expect((await workspaceClient(s.app, "kept", "header").admin("GET", "/calls")).body.calls).toHaveLength(1);
   });
 
-  it("a request to a workspace past its TTL finds it afresh, though no sweep came in between", async () => {
+  it("a request to a workspace just past its TTL finds it afresh, though the last look for idle ones came before", async () => {
     const clock = manualClock(START);
     const s = sandbox({ workspaceTtlMs: HOUR }, clock.now);
     await use(s, "team-a");
+    // A request elsewhere looks for idle workspaces half a second before team-a's time is up...
+    clock.set("2026-03-01T08:59:59.500Z");
+    await use(s, "default");
+    // ...and the next look is not due yet when team-a's time is up.
     clock.set("2026-03-01T09:00:00.000Z");
     const calls = await workspaceClient(s.app, "team-a", "header").admin("GET", "/calls");
     expect(calls.body.calls).toEqual([]);
