@@ -74,6 +74,17 @@ describe("workspace names", () => {
     expect(await listed(s)).toEqual(["default", name]);
   });
 
+  it("a base path that would read as a workspace prefix is refused at start", () => {
+    expect(() => createApp({ basePath: "/w" })).toThrow(/workspace prefix/);
+    expect(() => createApp({ basePath: "/w/sandbox" })).toThrow(/workspace prefix/);
+  });
+
+  it("under --base-path the prefix comes first: /w/{workspace}/sandbox/…", async () => {
+    const s = sandbox({ basePath: "/sandbox" });
+    expect((await post(s.app, allergy(), { path: `/w/team-a/sandbox${STANDARD}` })).status).toBe(200);
+    expect(await listed(s)).toEqual(["default", "team-a"]);
+  });
+
   it("the prefix wins over the header; /w/default is the default workspace", async () => {
     const s = sandbox();
     await post(s.app, allergy(), { path: `/w/team-a${STANDARD}`, headers: { [WORKSPACE_HEADER]: "team-b" } });
