@@ -31,6 +31,7 @@ import { operationNames } from "./routing/operation-names.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
+import { ProfileCache } from "./store/profile-cache.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
 import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
@@ -237,6 +238,7 @@ export function createApp(
     callIds,
     redaction: new Redaction(options.redactHeaders),
     events,
+    profiles: new ProfileCache(),
     publicUrl: () => publicUrl,
     ...(auth ? { seedOf: auth.workspaceSeed } : {}),
   };

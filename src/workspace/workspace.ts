@@ -20,6 +20,7 @@ import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { Scenarios } from "../scenarios/scenarios.js";
+import type { ProfileCache } from "../store/profile-cache.js";
 import { SandboxStore } from "../store/sandbox-store.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
 import { workspacePrefix } from "./workspace-name.js";
@@ -43,6 +44,8 @@ export interface WorkspaceShared {
   redaction: Redaction;
   /** The sandbox-wide bus: each workspace passes on its recorded calls and order changes. */
   events: SandboxEvents;
+  /** Generated patient profiles, one copy for every workspace. */
+  profiles: ProfileCache;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
@@ -113,10 +116,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     redaction: shared.redaction,
     workspace: id,
   });
-  // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
-  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
+  // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
+  // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
+  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT), {
+    maxChars: options.journalMaxBytes,
+    sizeOf: (answer) => answer.body.length + ("text" in answer.identity ? answer.identity.text.length : 0),
+  });
   const store = new SandboxStore(
-    { seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId },
+    { seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId, profiles: shared.profiles },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );
   const pharmacies = new PharmacyRegistry();

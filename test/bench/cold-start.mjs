@@ -47,7 +47,7 @@ export function listeningUrl(child, timeoutMs) {
     };
     const onData = (chunk) => {
       seen += chunk.toString("utf8");
-      const url = /listening on (http:\/\/\S+)/.exec(seen)?.[1];
+      const url = /listening on (http:\/\/[^\s"]+)/.exec(seen)?.[1];
       if (url) finish(undefined, url);
     };
     const onExit = (code, signal) =>

@@ -226,6 +226,31 @@ describe.each<Naming>(["prefix", "header"])("two workspaces named by %s, driven 
   });
 });
 
+describe("generated patients, the same in every workspace", () => {
+  it("a change to a generated record in one workspace leaves the other's as generated", async () => {
+    const s = sandbox();
+    const a = workspaceClient(s.app, "team-a", "prefix");
+    const b = workspaceClient(s.app, "team-b", "header");
+    const view = () =>
+      messageBundle("view-patient-profile", [
+        { resourceType: "Patient", identifier: [{ system: EID, value: SHARED_PATIENT }] } as Patient,
+      ]);
+    const generatedAllergy = (profile: Bundle) =>
+      profile.entry?.find((e) => e.resource?.resourceType === "AllergyIntolerance")?.resource as AllergyIntolerance;
+    const inA = generatedAllergy(ok(await a.send(view())));
+    const inB = generatedAllergy(ok(await b.send(view())));
+    // Generated alike: the same record, the same version.
+    expect(inB).toEqual(inA);
+
+    ok(await a.send(messageBundle("update-allergy", [{ ...inA, criticality: "high" } as AllergyIntolerance])));
+
+    const recordIn = (reply: Reply) =>
+      (reply.body as Bundle).entry?.find((e) => e.resource?.id === inA.id)?.resource as AllergyIntolerance;
+    expect(recordIn(await a.send(view()))).toMatchObject({ criticality: "high", meta: { versionId: "2" } });
+    expect(recordIn(await b.send(view()))).toEqual(inB);
+  });
+});
+
 /** Resolves when a long-poll of this workspace has subscribed to its recorded calls. */
 function waiterSubscribed(events: EventEmitter): Promise<void> {
   return new Promise((resolve) => {
