@@ -7,12 +7,12 @@
 // them all. Last, workspaces filled to their limits under the limits
 // docs/shared-sandbox.md suggests for a shared sandbox, measured on 10 and
 // extrapolated to 1,000, and the sandbox's own estimate beside each figure.
-import { once } from "node:events";
 import { Agent } from "node:http";
 import { fileURLToPath } from "node:url";
 import { createApp } from "../../dist/app.js";
 import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
-import { adminCall, fmt, int, percentile, post, within } from "./load.mjs";
+import { adminCall, fmt, int, percentile, post } from "./load.mjs";
+import { afterGc } from "./memory.mjs";
 import { addAllergyEnvelope, benchEmiratesId, MESSAGE_ID, viewProfileEnvelope } from "./messages.mjs";
 import { load, pinning, rssOf, startPinned } from "./pinned.mjs";
 
@@ -31,15 +31,6 @@ const ALLERGIES_PER_PATIENT = 45;
 /** view-patient-profile answers are large: 1,000 of them fill the journal's byte budget. */
 const FULL_VIEWS = 1000;
 const CONCURRENCY = 16;
-
-/** process.memoryUsage() of the child after full GCs (memory-probe.mjs). */
-async function afterGc(child, timeoutMs) {
-  const answer = once(child, "message");
-  child.send({ type: "measure" });
-  const [memory] = await within(answer, timeoutMs, "memory report from the sandbox");
-  if (!memory.gc) throw new Error("the sandbox child has no gc(): --expose-gc was not applied");
-  return memory;
-}
 
 /** Heap after GC and RSS of the server now. */
 async function measure(server, timeoutMs) {

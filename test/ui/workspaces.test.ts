@@ -1,3 +1,4 @@
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Child, killStray, startCli } from "../cli/cli-process.js";
 import { type Browser, launchBrowser, seriousViolations, UI_TEST_TIMEOUT_MS } from "./browser.js";
@@ -5,6 +6,20 @@ import { addAllergy, send } from "./messages.js";
 
 // A workspace's dashboard (/w/{workspace}/__admin/ui/) shows that workspace only: its calls, live, and not
 // another's; the default dashboard does not show them either.
+
+/** Waits for the row of call `shown`; the row of call `hidden` is not there. */
+async function listsOnly(page: Page, shown: string, hidden: string): Promise<void> {
+  await page
+    .getByRole("row")
+    .filter({ hasText: `#${shown}` })
+    .waitFor();
+  expect(
+    await page
+      .getByRole("row")
+      .filter({ hasText: `#${hidden}` })
+      .count(),
+  ).toBe(0);
+}
 
 let sandbox: { child: Child; url: string };
 let browser: Browser;
@@ -29,28 +44,10 @@ describe.sequential("a workspace's dashboard", { timeout: UI_TEST_TIMEOUT_MS }, 
     const mine = await send(`${sandbox.url}/w/team-a`, addAllergy());
     expect([other.status, mine.status]).toEqual([200, 200]);
 
-    await page
-      .getByRole("row")
-      .filter({ hasText: `#${mine.callId}` })
-      .waitFor();
-    expect(
-      await page
-        .getByRole("row")
-        .filter({ hasText: `#${other.callId}` })
-        .count(),
-    ).toBe(0);
+    await listsOnly(page, mine.callId, other.callId);
     // Opened again (not live): the list is the workspace's journal, the same one call.
     await page.reload();
-    await page
-      .getByRole("row")
-      .filter({ hasText: `#${mine.callId}` })
-      .waitFor();
-    expect(
-      await page
-        .getByRole("row")
-        .filter({ hasText: `#${other.callId}` })
-        .count(),
-    ).toBe(0);
+    await listsOnly(page, mine.callId, other.callId);
     expect(await seriousViolations(page)).toEqual([]);
     await page.close();
   });

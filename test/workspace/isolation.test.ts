@@ -1,4 +1,3 @@
-import type { EventEmitter } from "node:events";
 import type { AllergyIntolerance, Bundle, Composition, Patient, Subscription, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp, type SandboxApp } from "../../src/app.js";
@@ -248,41 +247,6 @@ describe("generated patients, the same in every workspace", () => {
       (reply.body as Bundle).entry?.find((e) => e.resource?.id === inA.id)?.resource as AllergyIntolerance;
     expect(recordIn(await a.send(view()))).toMatchObject({ criticality: "high", meta: { versionId: "2" } });
     expect(recordIn(await b.send(view()))).toEqual(inB);
-  });
-});
-
-/** Resolves when a long-poll of this workspace has subscribed to its recorded calls. */
-function waiterSubscribed(events: EventEmitter): Promise<void> {
-  return new Promise((resolve) => {
-    const onListener = (name: string | symbol) => {
-      if (name !== "call:recorded") return;
-      events.off("newListener", onListener);
-      resolve();
-    };
-    events.on("newListener", onListener);
-  });
-}
-
-describe("POST /__admin/calls/wait in a workspace", () => {
-  it("is not answered by another workspace's calls, and is by its own", async () => {
-    const s = sandbox();
-    const a = workspaceClient(s.app, "team-a", "prefix");
-    const b = workspaceClient(s.app, "team-b", "header");
-    // Make team-a first, then listen for its waiter.
-    await a.admin("GET", "/calls");
-    const events = s.workspaces.find("team-a")?.events as unknown as EventEmitter;
-    const subscribed = waiterSubscribed(events);
-    const waiting = a.admin("POST", "/calls/wait", { body: { operation: "add-allergy", timeoutMs: 60_000 } });
-    await subscribed;
-
-    await b.send(messageBundle("add-allergy", [allergy("300913006", "Shellfish allergy")]));
-    // Recording is synchronous: had team-b's call counted, the waiter would have finished and left.
-    expect(events.listenerCount("call:recorded")).toBe(1);
-
-    await a.send(messageBundle("add-allergy", [allergy("91936005", "Allergy to penicillin")]));
-    const answered = await waiting;
-    expect(answered.body).toMatchObject({ ok: true, matched: 1 });
-    expect(events.listenerCount("call:recorded")).toBe(0);
   });
 });
 

@@ -1,7 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AllergyIntolerance, Bundle } from "fhir/r4.js";
@@ -9,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { http, killStray, ROOT, startCli } from "../cli/cli-process.js";
 import { confirmationTask, fromPharmacy, subscriptionMessage, taskOf } from "../orders/pharmacy-client.js";
 import { envelope, example, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
-import { startReceiver } from "../support/receiver.js";
+import { closedPort, startReceiver } from "../support/receiver.js";
 import { WORKSPACE_HEADER } from "./workspace-client.js";
 
 // docs/shared-sandbox.md's nginx configuration, as written there, in front of two sandbox processes: a workspace,
@@ -28,15 +27,6 @@ function guideConfig(sandboxes: readonly string[], port: number): string {
   return block
     .replace(/server sandbox-\d:8080;/g, () => `server ${new URL(sandboxes[next++] as string).host};`)
     .replace(/listen 80;/, `listen 127.0.0.1:${port};`);
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 /** nginx in the foreground, one process, everything it writes under `dir`. */
@@ -85,7 +75,7 @@ let sandboxes: string[];
 beforeAll(async () => {
   if (!existsSync(NGINX)) throw new Error(`${NGINX} is missing: apt-get install -y nginx-light (.ci/run does)`);
   dir = mkdtempSync(join(tmpdir(), "uae-nginx-"));
-  const port = await freePort();
+  const port = await closedPort();
   lb = `http://127.0.0.1:${port}`;
   // Started alike, as the guide says: the same public URL, the load balancer's.
   const started = await Promise.all([0, 1].map(() => startCli(["--no-watch", "--quiet", "--public-url", lb])));
