@@ -1,13 +1,11 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
-import { DEFAULT_WORKSPACE } from "../auth/workspace-name.js";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
@@ -20,44 +18,40 @@ import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
-import type { AllocationPolicy, OrderWorkflow } from "../orders/order-workflow.js";
-import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import type { AllocationPolicy } from "../orders/order-book.js";
 import { PUSH_MESSAGES } from "../orders/push-messages.js";
 import type { PushStats } from "../push/dispatcher.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
-import type { LoadedScenario } from "../scenarios/load.js";
-import type { Scenarios } from "../scenarios/scenarios.js";
-import type { PatientSummary, SandboxStore } from "../store/sandbox-store.js";
+import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
+import type { PatientSummary } from "../store/sandbox-store.js";
 import { uiRoutes } from "../ui/ui-routes.js";
-import { adminAuth } from "./auth.js";
+import type { Workspaces } from "../workspace/workspaces.js";
+import { type AdminScope, adminAuth } from "./auth.js";
 import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
 import { resendRequest } from "./resend.js";
+import { mountWorkspaceRoutes, workspaceHealth } from "./workspace-routes.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
-  journal: Journal;
-  events: SandboxEvents;
-  store: SandboxStore;
-  scenarios: Scenarios;
-  pharmacies: PharmacyRegistry;
-  /** Loads the fixtures of scenarios added at run time. */
-  applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  workflow: OrderWorkflow;
+  /** The workspaces: each admin call acts on the one its request chose (CONTRACT §13), but a few on them all. */
+  workspaces: Workspaces;
+  /** The shared scenario files (POST /__admin/scenarios/reload reloads them for every workspace). */
+  folder: ScenarioFolder;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
   /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
   workspaceAdminToken?(workspace: string): string | undefined;
+  /** Whether any workspace has its own admin token. */
+  anyWorkspaceToken?: boolean;
   version: string;
   startedAt: Date;
   now(): Date;
   newId(): string;
-  /** Puts state back to fixtures, clears the journal and counters. */
-  reset(): void;
-  /** The sandbox's event streams (GET /__admin/events). */
+  /** The event streams (GET /__admin/events), each of one workspace's events. */
   live: LiveEvents;
   /** Sends a request through the sandbox, as if it came in (POST /__admin/calls/{id}/resend). */
   resend(request: Request): Promise<Response>;
@@ -67,6 +61,10 @@ export interface AdminDeps {
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
+
+/** The endpoints that act on the whole sandbox rather than the request's workspace. */
+const sandboxWide = (path: string) =>
+  path === "/__admin/workspaces" || path.startsWith("/__admin/workspaces/") || path === "/__admin/scenarios/reload";
 
 function problem(
   status: 400 | 404 | 408 | 413,
@@ -150,7 +148,7 @@ const ndjsonStream = (calls: readonly CallRecord[], serialize: CallText = callJs
   callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" }, serialize);
 
 async function jsonBody(
-  c: Context,
+  c: Context<EdgeEnv>,
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
@@ -195,31 +193,50 @@ function lastDelivery(journal: Journal, endpoint: string) {
   };
 }
 
-/** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
-export function adminRoutes(deps: AdminDeps): Hono {
-  const admin = new Hono();
+/**
+ * The admin API (CONTRACT §9), acting on the workspace each request chose
+ * (CONTRACT §13); the workspaces and the shared scenario files are
+ * sandbox-wide. Admin calls are not recorded in the journal.
+ */
+export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
+  const admin = new Hono<EdgeEnv>();
   // Before the token check: the dashboard's pages and assets hold no data; what they fetch needs the token.
-  const tokenRequired = deps.adminToken !== undefined || deps.workspaceAdminToken?.(DEFAULT_WORKSPACE) !== undefined;
-  admin.route("/ui", uiRoutes({ tokenRequired, version: deps.version }));
+  const tokenRequired = (c: Context<EdgeEnv>) =>
+    deps.adminToken !== undefined || deps.workspaceAdminToken?.(c.get("workspace").id) !== undefined;
+  const workspace = (c: Context<EdgeEnv>) => {
+    const { id, prefix } = c.get("workspace");
+    return prefix === "" ? undefined : id;
+  };
+  admin.route("/ui", uiRoutes({ tokenRequired, workspace, version: deps.version }));
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
+  const scopeOf = (c: Context): AdminScope =>
+    sandboxWide(c.req.path) ? "sandbox" : { workspace: (c as Context<EdgeEnv>).get("workspace").id };
+  admin.use(
+    "*",
+    adminAuth(
+      { global: deps.adminToken, workspace: deps.workspaceAdminToken, anyWorkspaceToken: deps.anyWorkspaceToken },
+      scopeOf,
+    ),
+  );
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
+    const { journal, store } = c.get("workspace");
     return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
-      calls: deps.journal.size,
+      calls: journal.size,
       // What is held against its limits, so that a long-running shared sandbox can be watched.
       journal: {
-        calls: deps.journal.size,
-        maxCalls: deps.journal.limits.maxCalls,
-        bodyBytes: deps.journal.bytes,
-        maxBodyBytes: deps.journal.limits.maxBytes,
+        calls: journal.size,
+        maxCalls: journal.limits.maxCalls,
+        bodyBytes: journal.bytes,
+        maxBodyBytes: journal.limits.maxBytes,
       },
-      store: deps.store.counts(),
+      store: store.counts(),
+      ...workspaceHealth(c.get("workspace"), deps.workspaces),
       memory: {
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
@@ -259,7 +276,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
       pageQuery.operation = resolved.id;
     }
     const where = callSearch({ status, code, patient, text: q });
-    const page = deps.journal.page({ ...pageQuery, ...(where ? { where } : {}) });
+    const page = c.get("workspace").journal.page({ ...pageQuery, ...(where ? { where } : {}) });
     const next = page.next === null ? null : String(page.next);
     const serialize = view === "summary" ? summaryJson : callJson;
     if (format === "ndjson") {
@@ -275,9 +292,9 @@ export function adminRoutes(deps: AdminDeps): Hono {
     });
   });
 
-  // Server-sent events for the dashboard: calls, orders and scenario reloads as they happen.
+  // Server-sent events for the dashboard: the workspace's calls and orders, and scenario reloads, as they happen.
   admin.get("/events", (c) =>
-    c.body(deps.live.stream(), 200, {
+    c.body(deps.live.stream(c.get("workspace").events), 200, {
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
       // Proxies such as nginx would otherwise hold events back in their buffers.
@@ -286,14 +303,15 @@ export function adminRoutes(deps: AdminDeps): Hono {
   );
 
   admin.get("/calls/export", (c) => {
+    const { journal } = c.get("workspace");
     const format = c.req.query("format") ?? "ndjson";
     const id = c.req.query("id");
-    const one = id === undefined ? undefined : deps.journal.get(id);
+    const one = id === undefined ? undefined : journal.get(id);
     if (id !== undefined && !one) return unknownCall(id);
     if (format === "scenario") {
       // The in-memory journal (or one call of it) as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
       const exporter = new ScenarioExporter();
-      for (const call of one ? [one] : deps.journal.list()) exporter.add(callView(call));
+      for (const call of one ? [one] : journal.list()) exporter.add(callView(call));
       const what = one ? `call ${one.id} of the in-memory journal` : "the in-memory journal";
       const from = `${what} of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario${one ? `&id=${one.id}` : ""})`;
       return c.body(exporter.toYaml({ from, at: deps.now() }), 200, {
@@ -301,18 +319,19 @@ export function adminRoutes(deps: AdminDeps): Hono {
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    return c.body(ndjsonStream(one ? [one] : deps.journal.list()), 200, {
+    return c.body(ndjsonStream(one ? [one] : journal.list()), 200, {
       "content-type": "application/x-ndjson; charset=utf-8",
     });
   });
 
   admin.delete("/calls", (c) => {
-    const cleared = deps.journal.size;
-    deps.journal.clear();
+    const { journal } = c.get("workspace");
+    const cleared = journal.size;
+    journal.clear();
     return c.json({ cleared });
   });
 
-  const expectation = async (c: Context) => {
+  const expectation = async (c: Context<EdgeEnv>) => {
     const body = await jsonBody(c, deps.maxBody);
     if (!body.ok) return body;
     const parsed = expectationSchema.safeParse(body.value);
@@ -326,19 +345,21 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.expectation.verify(deps.journal.list()));
+    return c.json(e.expectation.verify(c.get("workspace").journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    const calls = () => deps.journal.list();
-    const result = await waitUntil(deps.events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
+    // The workspace's own events and journal: calls of other workspaces never count.
+    const { events, journal } = c.get("workspace");
+    const calls = () => journal.list();
+    const result = await waitUntil(events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
     return c.json(result);
   });
 
   admin.get("/calls/:id", (c) => {
-    const call = deps.journal.get(c.req.param("id"));
+    const call = c.get("workspace").journal.get(c.req.param("id"));
     if (!call) return unknownCall(c.req.param("id"));
     // The explanation and the issues' places only here, computed when asked: listing calls stays cheap, and the
     // request path records only a trace.
@@ -350,7 +371,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
   });
 
   admin.post("/calls/:id/resend", async (c) => {
-    const call = deps.journal.get(c.req.param("id"));
+    const call = c.get("workspace").journal.get(c.req.param("id"));
     if (!call) return unknownCall(c.req.param("id"));
     if (call.direction !== "inbound")
       return problem(400, `Call ${call.id} is a push the sandbox sent; only inbound calls can be sent again.`);
@@ -369,7 +390,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
     const { q, limit = 100 } = query.data;
     const needle = q?.toLowerCase();
     // Most recently met first: the ones a person is looking at are usually the ones just used.
-    const all = deps.store.patients().reverse();
+    const all = c.get("workspace").store.patients().reverse();
     const haystack = (p: PatientSummary) =>
       JSON.stringify([p.id, p.identifier.map((i) => i.value), p.name, p.birthDate]).toLowerCase();
     const found = needle ? all.filter((p) => haystack(p).includes(needle)) : all;
@@ -378,7 +399,7 @@ export function adminRoutes(deps: AdminDeps): Hono {
 
   admin.get("/patients/:key", (c) => {
     const key = c.req.param("key");
-    const state = deps.store.state(key);
+    const state = c.get("workspace").store.state(key);
     if (!state) {
       return problem(
         404,
@@ -389,10 +410,11 @@ export function adminRoutes(deps: AdminDeps): Hono {
     return c.json(state);
   });
 
-  admin.get("/scenarios", (c) => c.json(deps.scenarios.view()));
+  admin.get("/scenarios", (c) => c.json(c.get("workspace").scenarios.view()));
 
+  // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
-    const result = deps.scenarios.reload();
+    const result = deps.folder.reload();
     if (!result.ok) {
       return new Response(
         JSON.stringify(
@@ -403,28 +425,30 @@ export function adminRoutes(deps: AdminDeps): Hono {
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    return c.json(deps.scenarios.view());
+    return c.json(c.get("workspace").scenarios.view());
   });
 
   admin.post("/scenarios", async (c) => {
+    const workspace = c.get("workspace");
     const read = await readBody(c.req.raw, deps.maxBody);
     if (!read.ok) return unreadBody(read);
-    const added = deps.scenarios.add(read.text);
+    const added = workspace.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(
         JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    deps.applyFixtures([added.scenario]);
+    workspace.applyFixtures([added.scenario]);
     return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => c.json({ removed: deps.scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => c.json({ removed: c.get("workspace").scenarios.clearRuntime() }));
 
-  admin.get("/pharmacies", (c) =>
-    c.json({
-      pharmacies: deps.pharmacies.list().map((p) => ({
+  admin.get("/pharmacies", (c) => {
+    const { pharmacies, journal } = c.get("workspace");
+    return c.json({
+      pharmacies: pharmacies.list().map((p) => ({
         licence: p.licence,
         name: p.name ?? null,
         active: p.endpoint !== undefined,
@@ -433,15 +457,16 @@ export function adminRoutes(deps: AdminDeps): Hono {
         headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
         source: p.source,
         subscriptionId: p.subscription?.id ?? null,
-        lastDelivery: p.endpoint === undefined ? null : lastDelivery(deps.journal, p.endpoint),
+        lastDelivery: p.endpoint === undefined ? null : lastDelivery(journal, p.endpoint),
       })),
-    }),
-  );
+    });
+  });
 
-  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody, allocation: deps.allocation });
+  mountOrderRoutes(admin, { maxBody: deps.maxBody, allocation: deps.allocation });
+  mountWorkspaceRoutes(admin, { workspaces: deps.workspaces, now: deps.now });
 
   admin.post("/reset", (c) => {
-    deps.reset();
+    c.get("workspace").reset();
     return c.json({ status: "reset" });
   });
 

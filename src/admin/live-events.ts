@@ -49,8 +49,9 @@ export class LiveEvents {
     for (const end of [...this.#open]) end();
   }
 
-  stream(): ReadableStream<Uint8Array> {
-    const { events, settings } = this;
+  /** A stream of `events` (a workspace's bus; default the one given at construction). */
+  stream(events: SandboxEvents = this.events): ReadableStream<Uint8Array> {
+    const { settings } = this;
     const encoder = new TextEncoder();
     let queue: Uint8Array[] = [];
     let queued = 0;

@@ -200,7 +200,8 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     log.release();
     return 1;
   }
-  if (!config.log.quiet) log.observe(sandbox.events);
+  // Every workspace's calls: each line names its workspace when it is not the default one.
+  if (!config.log.quiet) log.observe(sandbox.sandboxEvents);
   log.banner(
     bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
     `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,

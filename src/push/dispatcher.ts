@@ -35,6 +35,8 @@ export interface Push {
   /** The event it carries (journal operation). */
   event: string;
   messageId: string;
+  /** Where its attempts are announced: the pushing workspace's events (default the dispatcher's). */
+  events?: SandboxEvents;
 }
 
 /** Deliveries under way (GET /__admin/health). */
@@ -61,7 +63,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Delivers pushes: a bounded number at a time, each attempt with a timeout,
+ * Delivers pushes: a bounded number at a time across the whole process
+ * (every workspace's pushes share the bound), each attempt with a timeout,
  * retried with exponential backoff and jitter on connection errors,
  * timeouts and 5xx (also 408 and 429), never on other answers; redirects are
  * not followed. Every attempt is announced as an outbound call, the push's
@@ -176,7 +179,7 @@ export class PushDispatcher {
     try {
       path = new URL(push.target).pathname;
     } catch {}
-    this.deps.events.emit("call:completed", {
+    (push.events ?? this.deps.events).emit("call:completed", {
       direction: "outbound",
       at,
       durationMs: Math.round(durationMs * 1000) / 1000,

@@ -1,6 +1,7 @@
 import type { Patient, Resource } from "fhir/r4.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
+import type { ProfileCache } from "./profile-cache.js";
 
 /** Resource types kept per patient. */
 export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
@@ -10,6 +11,8 @@ export interface StoreDeps {
   emiratesIdSystem: string;
   now(): Date;
   newId(): string;
+  /** Generated profiles shared with other stores (the workspaces of one sandbox); none: each is generated here. */
+  profiles?: ProfileCache;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -145,10 +148,18 @@ export class SandboxStore {
   ensurePatient(identity: PatientIdentity, options: { records?: boolean } = {}): Patient {
     const known = this.findPatient(identity);
     if (known) return known;
-    const profile = generatedProfileOf(identity, this.deps);
+    const profile = this.#generated(identity);
     this.#addPatient(profile.patient, identity.keys);
     if (options.records !== false) for (const r of profileRecords(profile)) this.#hold(r, profile.patient.id as string);
     return this.#patients.get(profile.patient.id as string) as Patient;
+  }
+
+  /** The profile generated for a patient met for the first time: from the shared cache, when there is one. */
+  #generated(identity: PatientIdentity): GeneratedProfile {
+    const { profiles } = this.deps;
+    if (!profiles) return generatedProfileOf(identity, this.deps);
+    const key = JSON.stringify([this.deps.seed, this.deps.emiratesIdSystem, identity.keys[0], identity.given]);
+    return profiles.get(key, () => generatedProfileOf(identity, this.deps));
   }
 
   /** Adds a patient as given (fixtures), known by its identifiers, its id and `keys`. */
@@ -237,7 +248,7 @@ export class SandboxStore {
     id: string,
   ): { resource: R; patientId: string } | undefined {
     if (identity.keys.length === 0 || this.findPatient(identity)) return undefined;
-    const records = profileRecords(generatedProfileOf(identity, this.deps));
+    const records = profileRecords(this.#generated(identity));
     if (!records.some((r) => r.resourceType === type && r.id === id)) return undefined;
     this.ensurePatient(identity);
     return this.get<R>(type, id);

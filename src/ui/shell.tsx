@@ -10,6 +10,8 @@ export interface ShellProps {
   /** The admin API needs a token: the client asks for it before it fetches anything. */
   tokenRequired: boolean;
   version: string;
+  /** The workspace shown, when not the default one (a shared sandbox: the page says whose data it is). */
+  workspace?: string | undefined;
 }
 
 /** The head of every page the sandbox serves; the empty icon spares a /favicon.ico request, which would be journaled. */
@@ -29,7 +31,7 @@ export const Head: FC<{ title: string; css: string; children?: Child }> = ({ tit
  * and an empty region the client script fills with data it fetches with the
  * token. Nothing here comes from the sandbox's state, so it needs no token.
  */
-export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, version }) => {
+export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, version, workspace }) => {
   const title = page.title.replace("{param}", param ?? "");
   return (
     <html lang="en">
@@ -43,6 +45,7 @@ export const Shell: FC<ShellProps> = ({ page, param, root, tokenRequired, versio
         <header class="top">
           <p class="brand">
             <a href={root}>uae-fhir-sandbox</a> <span class="version">{version}</span>
+            {workspace === undefined ? null : <span class="version"> · workspace {workspace}</span>}
           </p>
           <nav aria-label="Dashboard">
             <ul>

@@ -6,7 +6,10 @@ import { UI_PAGES, type UiPage } from "./pages.js";
 import { NotFound, Shell } from "./shell.js";
 
 export interface UiOptions {
-  tokenRequired: boolean;
+  /** Whether the admin API asks for a token where this request acts (its workspace). */
+  tokenRequired(c: Context): boolean;
+  /** The workspace the request acts in, when not the default one. */
+  workspace(c: Context): string | undefined;
   version: string;
 }
 
@@ -68,7 +71,8 @@ export function uiRoutes(options: UiOptions): Hono {
         page={p}
         param={c.req.param("param")}
         root={rootFrom(p.route)}
-        tokenRequired={options.tokenRequired}
+        tokenRequired={options.tokenRequired(c)}
+        workspace={options.workspace(c)}
         version={options.version}
       />,
       200,

@@ -151,6 +151,7 @@ function recorded(id: number, size = 10): CallRecord {
     rule: null,
     request: { method: "POST", url: "http://x/p", path: "/p", headers: {}, body: "x".repeat(size) },
     response: { status: 200, headers: {}, body: "" },
+    workspace: "default",
     size,
   };
 }
