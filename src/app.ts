@@ -2,14 +2,13 @@ import { randomUUID } from "node:crypto";
 import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
-import { createAuth } from "./auth/auth.js";
+import { LiveEvents } from "./admin/live-events.js";
+import { type AuthDeps, createAuth } from "./auth/auth.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
-import { builtInHandlers } from "./handlers/built-in.js";
-import { drugOrderHandlers } from "./handlers/drug-orders.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
 import { cors } from "./http/cors.js";
@@ -17,24 +16,27 @@ import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
-import { Journal } from "./journal/journal.js";
+import { chooseWorkspace, routedPath } from "./http/workspace-choice.js";
+import { CallIds } from "./journal/call-ids.js";
+import type { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
 import { consoleLogger, type Logger, type SandboxLogger, withWarn } from "./log/logger.js";
-import { OrderWorkflow } from "./orders/order-workflow.js";
-import { PharmacyRegistry } from "./orders/pharmacy-registry.js";
-import { ScheduledPushes } from "./orders/scheduled-pushes.js";
-import { createMessagePipeline, type StoredAnswer } from "./pipeline/process-message.js";
-import { ReplayCache } from "./pipeline/replay-cache.js";
+import type { OrderWorkflow } from "./orders/order-workflow.js";
+import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
-import { applyFixtures, rulePatientKeys } from "./scenarios/fixtures.js";
 import type { LoadedScenario } from "./scenarios/load.js";
-import { Scenarios } from "./scenarios/scenarios.js";
-import { SandboxStore } from "./store/sandbox-store.js";
+import { ScenarioFolder } from "./scenarios/scenario-folder.js";
+import type { Scenarios } from "./scenarios/scenarios.js";
+import { ProfileCache } from "./store/profile-cache.js";
+import type { SandboxStore } from "./store/sandbox-store.js";
+import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
+import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
+import { Workspaces } from "./workspace/workspaces.js";
 
 export type { Logger } from "./log/logger.js";
 
@@ -65,26 +67,29 @@ export const defaultDeps = (): SandboxDeps => ({
   fsWatch: watch,
 });
 
-/** Most processed answers remembered for resent message ids. */
-const REPLAY_LIMIT = 2_000;
-
-/** Budget of body bytes the journal holds, whatever the call count, so --journal-limit calls of large profiles stay within memory. */
-const JOURNAL_MAX_BYTES = 96 * 1024 * 1024;
-
 export interface SandboxApp {
   /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */
   app: Hono;
-  journal: Journal;
-  events: SandboxEvents;
+  /** Every workspace's recorded calls and order changes (each call names its workspace), and scenario loads. */
+  sandboxEvents: SandboxEvents;
   catalogue: Catalogue;
+  options: SandboxOptions;
+  /** The workspaces (CONTRACT §13): the default one, and those made as requests name them. */
+  workspaces: Workspaces;
+  /** The shared scenario files. */
+  folder: ScenarioFolder;
+  /** The default workspace: what a single-user sandbox is. The fields below are its parts. */
+  workspace: Workspace;
+  events: SandboxEvents;
+  journal: Journal;
   store: SandboxStore;
+  /** The default workspace's rules: the files' and those it added at run time, with its hit counts. */
   scenarios: Scenarios;
   pharmacies: PharmacyRegistry;
-  options: SandboxOptions;
-  /** State back to fixtures, journal and counters cleared. */
-  reset(): void;
   orders: OrderWorkflow;
-  /** Loads the fixtures of scenarios added at run time. */
+  /** The default workspace's state back to fixtures, journal and counters cleared. */
+  reset(): void;
+  /** Loads the fixtures of scenarios added at run time (into the default workspace). */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
   /**
    * Told by the server once it listens: its URL (which pushes name as their source, unless
@@ -93,12 +98,20 @@ export interface SandboxApp {
   served(server: { url: string; limits: ServerLimits }): void;
   /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
   logger: SandboxLogger;
-  /** Stops watching the scenarios folder, scheduled pushes and order timers, then flushes and closes the journal file. */
+  /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
+  endStreams(): void;
+  /**
+   * Stops watching the scenarios folder, every workspace's scheduled pushes and order timers, then flushes and
+   * closes the journal file.
+   */
   close(): void;
 }
 
+/** How often idle workspaces are looked for when no request comes (requests look too). */
+const SWEEP_INTERVAL_MS = 60_000;
+
 /** Simulated OAuth2 when --auth oauth2 (CONTRACT §13), with the scopes the catalogue uses. */
-function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: SandboxDeps) {
+function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: AuthDeps) {
   if (options.auth !== "oauth2") return undefined;
   if (!options.clientsFile) throw new Error("auth oauth2 needs a clients file (--clients FILE)");
   return createAuth(
@@ -138,31 +151,35 @@ export function createApp(
     );
   }
 
+  if (options.basePath === "/w" || options.basePath.startsWith("/w/")) {
+    throw new Error(`basePath ${options.basePath} would be read as a workspace prefix /w/{workspace}; choose another`);
+  }
+
+  // Sandbox-wide and read-only once built: shared by every workspace.
   const events = new SandboxEvents();
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
-  const auth = oauth2(options, catalogue, deps);
-  // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory.
-  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT));
-  const store = new SandboxStore(
-    { seed: options.seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId },
-    { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
-  );
-  const pharmacies = new PharmacyRegistry();
-  const scenarios = new Scenarios(options.scenarios, {
+  let workspaces: Workspaces | undefined;
+  const auth = oauth2(options, catalogue, {
+    ...deps,
+    // A token request is journaled in its client's workspace once the client is known (if it can be used).
+    clientIn: (c, name) => {
+      const found = workspaces?.use(name, "The client's workspace");
+      if (found?.ok) c.set("workspace", found.workspace);
+    },
+  });
+  const folder = new ScenarioFolder(options.scenarios, {
     now: deps.now,
     operations: operationNames(catalogue),
     maxFileBytes: options.maxScenarioFile,
     events: {
       onLoad: ({ ok, problems }) => {
-        if (ok) store.pinKeys(rulePatientKeys(scenarios.scenarios));
         // The first load is told by whoever started the sandbox (the CLI's banner); reloads are logged.
         if (started && ok) {
-          const { files, rules } = scenarios.view();
-          logger.info(`scenarios loaded from ${options.scenarios}: ${rules.length} rules`, {
+          logger.info(`scenarios loaded from ${options.scenarios}: ${folder.rules.rules.length} rules`, {
             event: "scenarios-loaded",
             source: options.scenarios,
-            files: files.length,
-            rules: rules.length,
+            files: folder.scenarios.length,
+            rules: folder.rules.rules.length,
           });
         } else if (started) {
           const lines = problems.map(formatProblem);
@@ -173,36 +190,32 @@ export function createApp(
           });
         }
         events.emit("scenarios:loaded", { ok, problems });
+        // The first load comes before any workspace; each one made later starts from the files as they are.
+        for (const workspace of workspaces?.list() ?? []) workspace.filesReloaded({ ok, problems });
       },
       onWatchError: (message) => logger.warn(message, { event: "scenarios-watch" }),
     },
     fsWatch: deps.fsWatch,
   });
   let started = false;
-  const loaded = scenarios.reload();
+  const loaded = folder.reload();
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
   started = true;
+  const named = [...options.workspaceNames, ...(auth?.namedWorkspaces ?? [])];
+  if (options.workspaces === "fixed" && new Set(["default", ...named]).size > options.maxWorkspaces) {
+    throw new Error(
+      `--workspaces fixed names ${new Set(["default", ...named]).size} workspaces (default and those of the clients file included), more than --max-workspaces ${options.maxWorkspaces}`,
+    );
+  }
   // Opened once nothing else can fail to start, so a refused start leaves no file open.
   const journalFile = options.journalFile
     ? new JournalFile(options.journalFile, {
         events,
-        highestIdIssued: (): number => journal.highestIdIssued,
+        highestIdIssued: (): number => callIds.highestIssued,
         warn: (message) => logger.warn(message, { event: "journal-file", path: options.journalFile }),
       })
     : undefined;
-  const journal = new Journal(
-    { maxCalls: options.journalLimit, maxBytes: JOURNAL_MAX_BYTES },
-    events,
-    journalFile?.nextId ?? 1,
-    new Redaction(options.redactHeaders),
-  );
-  const fixturesOf = (list: readonly LoadedScenario[]) => {
-    // Runtime scenarios (POST /__admin/scenarios) may name patients too; reset cleared the pins.
-    store.pinKeys(rulePatientKeys(scenarios.scenarios));
-    applyFixtures(list, { store, pharmacies, seed: options.seed, emiratesIdSystem: options.emiratesIdSystem });
-  };
-  const loadFixtures = () => fixturesOf(scenarios.fixtureOrder);
-  loadFixtures();
+  const callIds = new CallIds(journalFile?.nextId ?? 1);
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
   let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
@@ -215,91 +228,97 @@ export function createApp(
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );
-  const workflow = new OrderWorkflow({
-    seed: options.seed,
-    emiratesIdSystem: options.emiratesIdSystem,
-    confirmDeadlineMs: options.confirmDeadlineMs,
-    allocation: options.allocation,
-    now: deps.now,
-    newId: deps.newId,
-    store,
-    pharmacies,
-    dispatcher,
-    events,
+  const shared: WorkspaceShared = {
+    options,
+    deps,
     logger,
+    catalogue,
+    folder,
+    dispatcher,
+    callIds,
+    redaction: new Redaction(options.redactHeaders),
+    events,
+    profiles: new ProfileCache(),
     publicUrl: () => publicUrl,
-  });
-  const pushes = new ScheduledPushes(workflow, logger);
-  const handlers: HandlerTable = {
-    ...builtInHandlers,
-    ...drugOrderHandlers({
-      workflow,
-      pharmacies,
-      pushAllow: options.pushAllow,
-      onSubscribed: (licence) => pushes.subscribed(licence),
-    }),
-    ...deps.handlers,
+    ...(auth ? { seedOf: auth.workspaceSeed } : {}),
   };
-  const pipeline = createMessagePipeline(
-    { ...options, proxy: options.proxy !== undefined },
-    { ...deps, handlers, catalogue, replays, store, scenarios },
+  workspaces = new Workspaces(
+    {
+      max: options.maxWorkspaces,
+      ttlMs: options.workspaceTtlMs,
+      mode: options.workspaces,
+      named: new Set(named),
+    },
+    (id) => createWorkspace(id, shared),
+    deps.now,
   );
+  const defaultWorkspace = workspaces.default;
+  const stopWatching = options.watch ? folder.watch() : () => undefined;
+  // Idle workspaces go as requests come; this catches them when none come.
+  const sweeper = setInterval(() => workspaces?.sweep(), SWEEP_INTERVAL_MS);
+  sweeper.unref();
 
-  const reset = () => {
-    pushes.stop();
-    workflow.clear();
-    journal.clear();
-    replays.clear();
-    store.clear();
-    pharmacies.clear();
-    loadFixtures();
-    scenarios.resetCounters();
-    pushes.start(scenarios.scenarios);
-  };
-  pushes.start(scenarios.scenarios);
-  const stopWatching = options.watch ? scenarios.watch() : () => undefined;
-
-  const app = new Hono<EdgeEnv>();
+  const messagePaths = new Set(catalogue.paths.map((path) => `${options.basePath}${path}`));
+  const live = new LiveEvents(events);
+  const app = new Hono<EdgeEnv>({ getPath: routedPath });
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
   if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
+  app.use(
+    "*",
+    chooseWorkspace({
+      workspaces,
+      ...(auth ? { authenticate: auth.authenticate } : {}),
+      isMessagePath: (path) => messagePaths.has(path),
+    }),
+  );
   app.use("/__admin/*", async (c, next) => {
     if (events.listenerCount("admin:answered") === 0) return next();
-    const started = deps.monotonic();
+    const began = deps.monotonic();
     await next();
-    const durationMs = Math.round((deps.monotonic() - started) * 1000) / 1000;
-    events.emit("admin:answered", { method: c.req.method, path: c.req.path, status: c.res.status, durationMs });
+    const durationMs = Math.round((deps.monotonic() - began) * 1000) / 1000;
+    events.emit("admin:answered", {
+      method: c.req.method,
+      path: new URL(c.req.url).pathname,
+      status: c.res.status,
+      durationMs,
+      ...(c.get("workspace").prefix === "" ? {} : { workspace: c.get("workspace").id }),
+    });
   });
   app.route(
     "/__admin",
     adminRoutes({
       catalogue,
-      journal,
-      events,
-      store,
-      scenarios,
-      pharmacies,
-      applyFixtures: fixturesOf,
-      workflow,
+      workspaces,
+      folder,
       basePath: options.basePath,
       maxBody: options.maxBody,
       adminToken: options.adminToken,
-      ...(auth ? { workspaceAdminToken: auth.workspaceAdminToken } : {}),
+      ...(auth
+        ? { workspaceAdminToken: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken }
+        : {}),
       version: VERSION,
       startedAt,
       now: deps.now,
-      reset,
+      newId: deps.newId,
       health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
+      live,
+      resend: async (request) => app.fetch(request),
+      pushes: () => dispatcher.stats(),
+      allocation: options.allocation,
     }),
   );
-  const record = recordCalls({
-    events,
-    now: deps.now,
-    monotonic: deps.monotonic,
-    reserveId: () => journal.reserveId(),
-  });
+  // Before the recorder: the landing page is not a call to the exchange.
+  app.get("/", (c) =>
+    landingPage(c, {
+      basePath: options.basePath,
+      version: VERSION,
+      tokenRequired: options.adminToken !== undefined || auth?.workspaceAdminToken(c.get("workspace").id) !== undefined,
+    }),
+  );
+  const record = recordCalls({ now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next() });
   app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
   auth?.mount(app);
-  mountMessageRoutes(app, catalogue.paths, options, pipeline, deps.fetch, auth?.authenticate);
+  mountMessageRoutes(app, catalogue.paths, options, deps.fetch);
   mountCapabilityRoutes(app, {
     basePath: options.basePath,
     catalogue,
@@ -331,25 +350,31 @@ export function createApp(
 
   return {
     app: app as unknown as Hono,
-    journal,
-    events,
+    sandboxEvents: events,
     catalogue,
-    store,
-    scenarios,
-    pharmacies,
     options,
-    orders: workflow,
-    reset,
-    applyFixtures: fixturesOf,
+    workspaces,
+    folder,
+    workspace: defaultWorkspace,
+    events: defaultWorkspace.events,
+    journal: defaultWorkspace.journal,
+    store: defaultWorkspace.store,
+    scenarios: defaultWorkspace.scenarios,
+    pharmacies: defaultWorkspace.pharmacies,
+    orders: defaultWorkspace.orders,
+    reset: () => defaultWorkspace.reset(),
+    applyFixtures: (list) => defaultWorkspace.applyFixtures(list),
     served: (server) => {
       if (options.publicUrl === undefined) publicUrl = server.url;
       serverLimits = server.limits;
     },
     logger,
+    endStreams: () => live.close(),
     close: () => {
+      live.close();
       stopWatching();
-      pushes.stop();
-      workflow.clear();
+      clearInterval(sweeper);
+      workspaces?.close();
       // Last: whatever ended before this is written.
       journalFile?.close();
     },

@@ -9,18 +9,38 @@ export interface SandboxEventMap {
   "call:completed": [CallDraft];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
+  /** The journal was emptied (DELETE /__admin/calls, a reset). */
+  "journal:cleared": [];
   /** An order changed state (created, delivered, confirmed, allocated, dispensed, expired, cancelled). */
   "order:updated": [Order];
   /** An admin API request was answered (emitted only while someone listens: the request log at debug level). */
-  "admin:answered": [{ method: string; path: string; status: number; durationMs: number }];
+  "admin:answered": [{ method: string; path: string; status: number; durationMs: number; workspace?: string }];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
 }
 
+/** What a workspace's bus passes on to the sandbox-wide one: what observers of every workspace (the journal file, logs) hear. */
+const PASSED_ON: ReadonlySet<keyof SandboxEventMap> = new Set(["call:recorded", "order:updated"]);
+
+/**
+ * An event bus. Each workspace has its own (its journal, waiters and order
+ * observers listen there); given the sandbox-wide bus as `parent`, it passes
+ * recorded calls and order changes on to it as well, without a listener of
+ * its own (so listener counts stay those of real observers).
+ */
 export class SandboxEvents extends EventEmitter<SandboxEventMap> {
-  constructor() {
+  readonly #parent: SandboxEvents | undefined;
+
+  constructor(parent?: SandboxEvents) {
     super();
+    this.#parent = parent;
     // Waiters (long-polls) subscribe one each; there is no fixed bound on them.
     this.setMaxListeners(0);
+  }
+
+  override emit<K extends keyof SandboxEventMap>(name: K, ...args: SandboxEventMap[K]): boolean {
+    const heard = (super.emit as (name: K, ...args: SandboxEventMap[K]) => boolean)(name, ...args);
+    if (this.#parent && PASSED_ON.has(name)) this.#parent.emit(name, ...args);
+    return heard;
   }
 }

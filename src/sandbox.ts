@@ -89,7 +89,7 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
       )
     : undefined;
   const internals = createApp(options, log ? { ...deps, logger: log.logger } : deps);
-  const stopLogging = log?.observe(internals.events);
+  const stopLogging = log?.observe(internals.sandboxEvents);
   // A port in use rejects here: stop what createApp started (watcher, scheduled pushes) before passing it on.
   const running = listen
     ? await startServer(internals, {
@@ -101,7 +101,8 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
         throw error;
       })
     : undefined;
-  const { journal, events, scenarios } = internals;
+  // A test suite's sandbox is the default workspace.
+  const { journal, events, scenarios } = internals.workspace;
   const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
   const closing = new AbortController();

@@ -4,11 +4,13 @@ import { z } from "zod";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import type { SandboxEvents } from "../events.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
+import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
+import { callSearch } from "../journal/call-search.js";
+import { callSummary } from "../journal/call-summary.js";
 import { callJson, callView } from "../journal/call-view.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
@@ -16,40 +18,53 @@ import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
-import type { OrderWorkflow } from "../orders/order-workflow.js";
-import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import type { AllocationPolicy } from "../orders/order-book.js";
+import { PUSH_MESSAGES } from "../orders/push-messages.js";
+import type { PushStats } from "../push/dispatcher.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
-import type { LoadedScenario } from "../scenarios/load.js";
-import type { Scenarios } from "../scenarios/scenarios.js";
-import type { SandboxStore } from "../store/sandbox-store.js";
-import { adminAuth } from "./auth.js";
+import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
+import type { PatientSummary } from "../store/sandbox-store.js";
+import { uiRoutes } from "../ui/ui-routes.js";
+import type { Workspaces } from "../workspace/workspaces.js";
+import { type AdminScope, adminAuth } from "./auth.js";
+import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
+import { resendRequest } from "./resend.js";
+import { mountWorkspaceRoutes, workspaceHealth } from "./workspace-routes.js";
 
 export interface AdminDeps {
   catalogue: Catalogue;
-  journal: Journal;
-  events: SandboxEvents;
-  store: SandboxStore;
-  scenarios: Scenarios;
-  pharmacies: PharmacyRegistry;
-  /** Loads the fixtures of scenarios added at run time. */
-  applyFixtures(scenarios: readonly LoadedScenario[]): void;
-  workflow: OrderWorkflow;
+  /** The workspaces: each admin call acts on the one its request chose (CONTRACT §13), but a few on them all. */
+  workspaces: Workspaces;
+  /** The shared scenario files (POST /__admin/scenarios/reload reloads them for every workspace). */
+  folder: ScenarioFolder;
   basePath: string;
   maxBody: number;
   adminToken: string | undefined;
   /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
   workspaceAdminToken?(workspace: string): string | undefined;
+  /** Whether any workspace has its own admin token. */
+  anyWorkspaceToken?: boolean;
   version: string;
   startedAt: Date;
   now(): Date;
-  /** Puts state back to fixtures, clears the journal and counters. */
-  reset(): void;
+  newId(): string;
+  /** The event streams (GET /__admin/events), each of one workspace's events. */
+  live: LiveEvents;
+  /** Sends a request through the sandbox, as if it came in (POST /__admin/calls/{id}/resend). */
+  resend(request: Request): Promise<Response>;
+  /** Push deliveries under way (GET /__admin/health). */
+  pushes(): PushStats;
+  allocation: AllocationPolicy;
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
 }
+
+/** The endpoints that act on the whole sandbox rather than the request's workspace. */
+const sandboxWide = (path: string) =>
+  path === "/__admin/workspaces" || path.startsWith("/__admin/workspaces/") || path === "/__admin/scenarios/reload";
 
 function problem(
   status: 400 | 404 | 408 | 413,
@@ -85,12 +100,25 @@ const callQuery = z
       .regex(/^\d{1,15}$/, "a cursor is the `next` of an earlier page (0 starts at the oldest call)")
       .transform(Number)
       .optional(),
+    status: z
+      .string()
+      .regex(/^([1-5]\d\d|[1-5]xx)$/i, "an HTTP status (404) or a class of them (4xx)")
+      .optional(),
+    code: z.enum(["ok", "transient-error", "fatal-error"]).optional(),
+    patient: z.string().min(1).optional(),
+    q: z.string().optional(),
+    view: z.enum(["full", "summary"]).optional(),
     format: z.enum(["json", "ndjson"]).optional(),
   })
   .strict();
 
 /** Listings are sent in chunks of about this size. */
 const CHUNK = 64 * 1024;
+
+/** How a listing writes a call: whole (callJson), or its summary (view=summary). */
+type CallText = (call: CallRecord) => string;
+
+const summaryJson: CallText = (call) => JSON.stringify(callSummary(call));
 
 /**
  * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
@@ -99,13 +127,14 @@ const CHUNK = 64 * 1024;
 function callsStream(
   calls: readonly CallRecord[],
   text: { open: string; separator: string; close: string },
+  serialize: CallText = callJson,
 ): ReadableStream<Uint8Array> {
   let i = 0;
   return new ReadableStream<Uint8Array>({
     pull(controller) {
       let chunk = i === 0 ? text.open : "";
       while (i < calls.length && chunk.length < CHUNK) {
-        chunk += (i > 0 ? text.separator : "") + callJson(calls[i++] as CallRecord);
+        chunk += (i > 0 ? text.separator : "") + serialize(calls[i++] as CallRecord);
       }
       if (i >= calls.length) chunk += text.close;
       if (chunk !== "") controller.enqueue(Buffer.from(chunk, "utf8"));
@@ -115,11 +144,11 @@ function callsStream(
 }
 
 /** One call a line (NDJSON). */
-const ndjsonStream = (calls: readonly CallRecord[]) =>
-  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" });
+const ndjsonStream = (calls: readonly CallRecord[], serialize: CallText = callJson) =>
+  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" }, serialize);
 
 async function jsonBody(
-  c: Context,
+  c: Context<EdgeEnv>,
   maxBody: number,
 ): Promise<{ ok: true; value: unknown } | { ok: false; response: Response }> {
   const read = await readBody(c.req.raw, maxBody);
@@ -132,34 +161,90 @@ async function jsonBody(
 const describeZod = (error: z.ZodError): string =>
   error.issues.map((i) => (i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message)).join("; ");
 
-/** The admin API (CONTRACT §9). Admin calls are not recorded in the journal. */
-export function adminRoutes(deps: AdminDeps): Hono {
-  const admin = new Hono();
+const patientQuery = z
+  .object({ q: z.string().optional(), limit: z.coerce.number().int().min(1).max(10_000).optional() })
+  .strict();
+
+const unknownCall = (id: string) =>
+  problem(404, `No recorded call with id ${id}; list them with GET /__admin/calls.`, "not-found");
+
+const resendOptions = z
+  .object({
+    newMessageId: z.boolean().optional().describe("give the MessageHeader a new id, so the message is processed again"),
+  })
+  .strict();
+
+/** The push a pharmacy got last at `endpoint`, and how it went. */
+function lastDelivery(journal: Journal, endpoint: string) {
+  const [call] = journal.page({
+    direction: "outbound",
+    order: "desc",
+    limit: 1,
+    where: (c) => c.target === endpoint,
+  }).calls;
+  if (!call) return null;
+  return {
+    callId: call.id,
+    at: call.at.toISOString(),
+    operation: call.operation,
+    attempt: call.attempt ?? null,
+    status: call.response?.status ?? null,
+    error: call.error ?? null,
+  };
+}
+
+/**
+ * The admin API (CONTRACT §9), acting on the workspace each request chose
+ * (CONTRACT §13); the workspaces and the shared scenario files are
+ * sandbox-wide. Admin calls are not recorded in the journal.
+ */
+export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
+  const admin = new Hono<EdgeEnv>();
+  // Before the token check: the dashboard's pages and assets hold no data; what they fetch needs the token.
+  const tokenRequired = (c: Context<EdgeEnv>) =>
+    deps.adminToken !== undefined || deps.workspaceAdminToken?.(c.get("workspace").id) !== undefined;
+  const workspace = (c: Context<EdgeEnv>) => {
+    const { id, prefix } = c.get("workspace");
+    return prefix === "" ? undefined : id;
+  };
+  admin.route("/ui", uiRoutes({ tokenRequired, workspace, version: deps.version }));
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  admin.use("*", adminAuth({ global: deps.adminToken, workspace: deps.workspaceAdminToken }));
+  const scopeOf = (c: Context): AdminScope =>
+    sandboxWide(c.req.path) ? "sandbox" : { workspace: (c as Context<EdgeEnv>).get("workspace").id };
+  admin.use(
+    "*",
+    adminAuth(
+      { global: deps.adminToken, workspace: deps.workspaceAdminToken, anyWorkspaceToken: deps.anyWorkspaceToken },
+      scopeOf,
+    ),
+  );
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
+    const { journal, store } = c.get("workspace");
     return c.json({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
-      calls: deps.journal.size,
+      calls: journal.size,
       // What is held against its limits, so that a long-running shared sandbox can be watched.
       journal: {
-        calls: deps.journal.size,
-        maxCalls: deps.journal.limits.maxCalls,
-        bodyBytes: deps.journal.bytes,
-        maxBodyBytes: deps.journal.limits.maxBytes,
+        calls: journal.size,
+        maxCalls: journal.limits.maxCalls,
+        bodyBytes: journal.bytes,
+        maxBodyBytes: journal.limits.maxBytes,
       },
-      store: deps.store.counts(),
+      store: store.counts(),
+      ...workspaceHealth(c.get("workspace"), deps.workspaces),
       memory: {
         rssBytes: memory.rss,
         heapUsedBytes: memory.heapUsed,
         heapTotalBytes: memory.heapTotal,
         externalBytes: memory.external,
       },
+      pushes: deps.pushes(),
+      liveClients: deps.live.open,
       ...deps.health(),
     });
   });
@@ -176,55 +261,77 @@ export function adminRoutes(deps: AdminDeps): Hono {
         aliases: op.aliases,
         focus: op.focus.types,
       })),
+      // The messages the sandbox sends: the `operation` of outbound calls in the journal.
+      pushes: PUSH_MESSAGES.map((p) => ({ id: p.id, focus: p.focus })),
     }),
   );
 
   admin.get("/calls", (c) => {
     const query = callQuery.safeParse(c.req.query());
     if (!query.success) return problem(400, `Bad call filter: ${describeZod(query.error)}.`);
-    const { format, ...pageQuery } = query.data;
+    const { format, status, code, patient, q, view, ...pageQuery } = query.data;
     if (pageQuery.operation !== undefined) {
       const resolved = names.resolve(pageQuery.operation);
       if (!resolved.ok) return problem(400, `Bad call filter: operation: ${resolved.problem}`);
       pageQuery.operation = resolved.id;
     }
-    const page = deps.journal.page(pageQuery);
+    const where = callSearch({ status, code, patient, text: q });
+    const page = c.get("workspace").journal.page({ ...pageQuery, ...(where ? { where } : {}) });
     const next = page.next === null ? null : String(page.next);
+    const serialize = view === "summary" ? summaryJson : callJson;
     if (format === "ndjson") {
-      return c.body(ndjsonStream(page.calls), 200, {
+      return c.body(ndjsonStream(page.calls, serialize), 200, {
         "content-type": "application/x-ndjson; charset=utf-8",
         ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
       });
     }
     // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
     const close = `],"next":${JSON.stringify(next)}}`;
-    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }), 200, {
+    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }, serialize), 200, {
       "content-type": "application/json",
     });
   });
 
+  // Server-sent events for the dashboard: the workspace's calls and orders, and scenario reloads, as they happen.
+  admin.get("/events", (c) =>
+    c.body(deps.live.stream(c.get("workspace").events), 200, {
+      "content-type": "text/event-stream; charset=utf-8",
+      "cache-control": "no-store",
+      // Proxies such as nginx would otherwise hold events back in their buffers.
+      "x-accel-buffering": "no",
+    }),
+  );
+
   admin.get("/calls/export", (c) => {
+    const { journal } = c.get("workspace");
     const format = c.req.query("format") ?? "ndjson";
+    const id = c.req.query("id");
+    const one = id === undefined ? undefined : journal.get(id);
+    if (id !== undefined && !one) return unknownCall(id);
     if (format === "scenario") {
-      // The in-memory journal as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
+      // The in-memory journal (or one call of it) as a scenario file, as `uae-fhir-sandbox export` makes of a journal file.
       const exporter = new ScenarioExporter();
-      for (const call of deps.journal.list()) exporter.add(callView(call));
-      const from = `the in-memory journal of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario)`;
+      for (const call of one ? [one] : journal.list()) exporter.add(callView(call));
+      const what = one ? `call ${one.id} of the in-memory journal` : "the in-memory journal";
+      const from = `${what} of ${new URL(c.req.url).origin} (GET /__admin/calls/export?format=scenario${one ? `&id=${one.id}` : ""})`;
       return c.body(exporter.toYaml({ from, at: deps.now() }), 200, {
         "content-type": "application/yaml; charset=utf-8",
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    return c.body(ndjsonStream(deps.journal.list()), 200, { "content-type": "application/x-ndjson; charset=utf-8" });
+    return c.body(ndjsonStream(one ? [one] : journal.list()), 200, {
+      "content-type": "application/x-ndjson; charset=utf-8",
+    });
   });
 
   admin.delete("/calls", (c) => {
-    const cleared = deps.journal.size;
-    deps.journal.clear();
+    const { journal } = c.get("workspace");
+    const cleared = journal.size;
+    journal.clear();
     return c.json({ cleared });
   });
 
-  const expectation = async (c: Context) => {
+  const expectation = async (c: Context<EdgeEnv>) => {
     const body = await jsonBody(c, deps.maxBody);
     if (!body.ok) return body;
     const parsed = expectationSchema.safeParse(body.value);
@@ -238,32 +345,61 @@ export function adminRoutes(deps: AdminDeps): Hono {
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.expectation.verify(deps.journal.list()));
+    return c.json(e.expectation.verify(c.get("workspace").journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    const calls = () => deps.journal.list();
-    const result = await waitUntil(deps.events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
+    // The workspace's own events and journal: calls of other workspaces never count.
+    const { events, journal } = c.get("workspace");
+    const calls = () => journal.list();
+    const result = await waitUntil(events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
     return c.json(result);
   });
 
   admin.get("/calls/:id", (c) => {
-    const call = deps.journal.get(c.req.param("id"));
-    if (!call)
-      return problem(
-        404,
-        `No recorded call with id ${c.req.param("id")}; list them with GET /__admin/calls.`,
-        "not-found",
-      );
-    // The explanation only here, computed when asked: listing calls stays cheap, and the request path records only a trace.
-    return c.json({ ...callView(call), explanation: explainCall(call, deps.basePath) });
+    const call = c.get("workspace").journal.get(c.req.param("id"));
+    if (!call) return unknownCall(c.req.param("id"));
+    // The explanation and the issues' places only here, computed when asked: listing calls stays cheap, and the
+    // request path records only a trace.
+    return c.json({
+      ...callView(call),
+      explanation: explainCall(call, deps.basePath),
+      issues: issuesOfCall(call),
+    });
+  });
+
+  admin.post("/calls/:id/resend", async (c) => {
+    const call = c.get("workspace").journal.get(c.req.param("id"));
+    if (!call) return unknownCall(c.req.param("id"));
+    if (call.direction !== "inbound")
+      return problem(400, `Call ${call.id} is a push the sandbox sent; only inbound calls can be sent again.`);
+    const body = await jsonBody(c, deps.maxBody);
+    if (!body.ok) return body.response;
+    const options = resendOptions.safeParse(body.value);
+    if (!options.success) return problem(400, `Bad resend options: ${describeZod(options.error)}.`);
+    const answer = await deps.resend(resendRequest(call, options.data.newMessageId ? deps.newId() : undefined));
+    const callId = answer.headers.get("x-sandbox-call-id");
+    return c.json({ callId, status: answer.status }, 201);
+  });
+
+  admin.get("/patients", (c) => {
+    const query = patientQuery.safeParse(c.req.query());
+    if (!query.success) return problem(400, `Bad patient query: ${describeZod(query.error)}.`);
+    const { q, limit = 100 } = query.data;
+    const needle = q?.toLowerCase();
+    // Most recently met first: the ones a person is looking at are usually the ones just used.
+    const all = c.get("workspace").store.patients().reverse();
+    const haystack = (p: PatientSummary) =>
+      JSON.stringify([p.id, p.identifier.map((i) => i.value), p.name, p.birthDate]).toLowerCase();
+    const found = needle ? all.filter((p) => haystack(p).includes(needle)) : all;
+    return c.json({ patients: found.slice(0, limit), total: found.length });
   });
 
   admin.get("/patients/:key", (c) => {
     const key = c.req.param("key");
-    const state = deps.store.state(key);
+    const state = c.get("workspace").store.state(key);
     if (!state) {
       return problem(
         404,
@@ -274,10 +410,11 @@ export function adminRoutes(deps: AdminDeps): Hono {
     return c.json(state);
   });
 
-  admin.get("/scenarios", (c) => c.json(deps.scenarios.view()));
+  admin.get("/scenarios", (c) => c.json(c.get("workspace").scenarios.view()));
 
+  // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
-    const result = deps.scenarios.reload();
+    const result = deps.folder.reload();
     if (!result.ok) {
       return new Response(
         JSON.stringify(
@@ -288,28 +425,30 @@ export function adminRoutes(deps: AdminDeps): Hono {
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    return c.json(deps.scenarios.view());
+    return c.json(c.get("workspace").scenarios.view());
   });
 
   admin.post("/scenarios", async (c) => {
+    const workspace = c.get("workspace");
     const read = await readBody(c.req.raw, deps.maxBody);
     if (!read.ok) return unreadBody(read);
-    const added = deps.scenarios.add(read.text);
+    const added = workspace.scenarios.add(read.text);
     if (!added.ok) {
       return new Response(
         JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
         { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    deps.applyFixtures([added.scenario]);
+    workspace.applyFixtures([added.scenario]);
     return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => c.json({ removed: deps.scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => c.json({ removed: c.get("workspace").scenarios.clearRuntime() }));
 
-  admin.get("/pharmacies", (c) =>
-    c.json({
-      pharmacies: deps.pharmacies.list().map((p) => ({
+  admin.get("/pharmacies", (c) => {
+    const { pharmacies, journal } = c.get("workspace");
+    return c.json({
+      pharmacies: pharmacies.list().map((p) => ({
         licence: p.licence,
         name: p.name ?? null,
         active: p.endpoint !== undefined,
@@ -318,14 +457,16 @@ export function adminRoutes(deps: AdminDeps): Hono {
         headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
         source: p.source,
         subscriptionId: p.subscription?.id ?? null,
+        lastDelivery: p.endpoint === undefined ? null : lastDelivery(journal, p.endpoint),
       })),
-    }),
-  );
+    });
+  });
 
-  mountOrderRoutes(admin, { workflow: deps.workflow, maxBody: deps.maxBody });
+  mountOrderRoutes(admin, { maxBody: deps.maxBody, allocation: deps.allocation });
+  mountWorkspaceRoutes(admin, { workspaces: deps.workspaces, now: deps.now });
 
   admin.post("/reset", (c) => {
-    deps.reset();
+    c.get("workspace").reset();
     return c.json({ status: "reset" });
   });
 

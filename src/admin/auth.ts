@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { sameSecret } from "../auth/same-secret.js";
-import { DEFAULT_WORKSPACE } from "../auth/workspace-name.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /** The bearer tokens the admin API accepts. */
 export interface AdminTokens {
@@ -10,43 +10,64 @@ export interface AdminTokens {
   global: string | undefined;
   /** A workspace's own admin token (the clients file's `workspaces`), accepted on that workspace's admin API. */
   workspace?(name: string): string | undefined;
+  /** Whether any workspace has a token of its own: then the sandbox-wide endpoints are never open. */
+  anyWorkspaceToken?: boolean;
 }
+
+/** What an admin request acts on: one workspace's state, or the whole sandbox (the workspaces, the shared scenario files). */
+export type AdminScope = { workspace: string } | "sandbox";
+
+const unauthorized = (diagnostics: string) =>
+  new Response(JSON.stringify(operationOutcome([issue("login", diagnostics)])), {
+    status: 401,
+    headers: { "content-type": FHIR_JSON, "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' },
+  });
 
 /**
  * Bearer-token check for the admin API; `/health` stays open for container
- * health checks. The API is open when no token applies to the workspace it
- * acts on; otherwise the global token or that workspace's own is needed.
- * `workspaceOf` tells the workspace a request acts on (today always default).
+ * health checks. On one workspace's endpoints the global token or that
+ * workspace's own is accepted, and the API is open when neither is set. The
+ * sandbox-wide endpoints take the global token only: without one they are
+ * open only while no workspace has a token of its own (403 otherwise, as a
+ * workspace's token must not manage the others).
  */
 export function adminAuth(
   tokens: AdminTokens,
-  workspaceOf: (c: Context) => string = () => DEFAULT_WORKSPACE,
+  scopeOf: (c: Context) => AdminScope = () => ({ workspace: DEFAULT_WORKSPACE }),
 ): MiddlewareHandler {
   return async (c, next) => {
     // Exact path: a suffix test would let any unknown path ending in /__admin/health past the token.
     if (c.req.path === "/__admin/health") return next();
-    const workspace = workspaceOf(c);
-    const own = tokens.workspace?.(workspace);
+    const scope = scopeOf(c);
+    const own = scope === "sandbox" ? undefined : tokens.workspace?.(scope.workspace);
     const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
-    if (accepted.length === 0) return next();
+    if (accepted.length === 0) {
+      if (scope !== "sandbox" || !tokens.anyWorkspaceToken) return next();
+      return new Response(
+        JSON.stringify(
+          operationOutcome([
+            issue(
+              "forbidden",
+              `${c.req.method} ${c.req.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
+            ),
+          ]),
+        ),
+        { status: 403, headers: { "content-type": FHIR_JSON } },
+      );
+    }
     const header = c.req.header("authorization") ?? "";
     const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
     if (given !== undefined && accepted.some((token) => sameSecret(given, token))) return next();
     const which =
-      own === undefined
-        ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN)"
-        : `--admin-token, or the adminToken of workspace ${workspace} in the clients file`;
-    const body = operationOutcome([
-      issue(
-        "login",
-        given === undefined
-          ? `The admin API needs a bearer token: send Authorization: Bearer <token>, the token being ${which}.`
-          : `The bearer token is wrong: send ${which}.`,
-      ),
-    ]);
-    return new Response(JSON.stringify(body), {
-      status: 401,
-      headers: { "content-type": FHIR_JSON, "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' },
-    });
+      scope === "sandbox"
+        ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN); a workspace's own admin token opens only that workspace's admin API"
+        : own === undefined
+          ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN)"
+          : `--admin-token, or the adminToken of workspace ${scope.workspace} in the clients file`;
+    return unauthorized(
+      given === undefined
+        ? `The admin API needs a bearer token: send Authorization: Bearer <token>, the token being ${which}.`
+        : `The bearer token is wrong: send ${which}.`,
+    );
   };
 }

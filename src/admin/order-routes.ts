@@ -1,12 +1,12 @@
-import type { Hono } from "hono";
+import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { parseJson } from "../envelope/json.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
+import type { AllocationPolicy } from "../orders/order-book.js";
 import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
 import { orderView } from "../orders/order-view.js";
-import type { OrderWorkflow } from "../orders/order-workflow.js";
 
 const outcome = (status: number, issues: Issue[]) =>
   new Response(JSON.stringify(operationOutcome(issues)), { status, headers: { "content-type": FHIR_JSON } });
@@ -19,8 +19,11 @@ const allocateBody = z.object({ licence: z.string().min(1) }).strict();
 /** Refusals of the workflow: not-found → 404, state conflicts → 409. */
 const refusal = (issues: Issue[]) => outcome(issues.some((i) => i.code === "not-found") ? 404 : 409, issues);
 
-/** Orders of the pharmacy push flow (CONTRACT §8–9). */
-export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; maxBody: number }): void {
+/** The orders of the request's workspace. */
+const ordersOf = (c: Context<EdgeEnv>) => c.get("workspace").orders;
+
+/** Orders of the pharmacy push flow (CONTRACT §8–9), of the workspace each request acts in. */
+export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number; allocation: AllocationPolicy }): void {
   const json = async (request: Request) => {
     const read = await readBody(request, deps.maxBody);
     if (!read.ok)
@@ -44,15 +47,16 @@ export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; m
     if (!body.ok) return body.response;
     const spec = orderSpecSchema.safeParse(body.value);
     if (!spec.success) return outcome(400, describe(spec.error));
-    const created = deps.workflow.create(toOrderSpec(spec.data));
+    const created = ordersOf(c).create(toOrderSpec(spec.data));
     if (!created.ok) return outcome(created.issues.some((i) => i.code === "not-found") ? 404 : 409, created.issues);
     return c.json(orderView(created.value), 201);
   });
 
-  admin.get("/orders", (c) => c.json({ orders: deps.workflow.list().map(orderView) }));
+  // The policy too: under manual allocation, a client (the dashboard) offers to allocate.
+  admin.get("/orders", (c) => c.json({ orders: ordersOf(c).list().map(orderView), allocation: deps.allocation }));
 
   admin.get("/orders/:id", (c) => {
-    const order = deps.workflow.get(c.req.param("id"));
+    const order = ordersOf(c).get(c.req.param("id"));
     if (!order)
       return outcome(404, [issue("not-found", `No order ${c.req.param("id")}; list them with GET /__admin/orders.`)]);
     return c.json(orderView(order));
@@ -63,12 +67,12 @@ export function mountOrderRoutes(admin: Hono, deps: { workflow: OrderWorkflow; m
     if (!body.ok) return body.response;
     const parsed = allocateBody.safeParse(body.value);
     if (!parsed.success) return outcome(400, describe(parsed.error));
-    const result = deps.workflow.allocate(c.req.param("id"), parsed.data.licence);
+    const result = ordersOf(c).allocate(c.req.param("id"), parsed.data.licence);
     return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
   });
 
   admin.post("/orders/:id/cancel", (c) => {
-    const result = deps.workflow.cancel(c.req.param("id"));
+    const result = ordersOf(c).cancel(c.req.param("id"));
     return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
   });
 }

@@ -40,6 +40,8 @@ export interface AuthDeps {
   newId(): string;
   /** Outbound HTTP: a client's jwksUrl. */
   fetch: typeof fetch;
+  /** A token request's client authenticated: the request belongs to the client's workspace. */
+  clientIn?(c: Context<EdgeEnv>, workspace: string): void;
 }
 
 /**
@@ -52,6 +54,12 @@ export interface Auth {
   authenticate(authorization: string | undefined): Promise<Access>;
   /** The admin token the clients file gives a workspace (accepted on its admin API), if any. */
   workspaceAdminToken(workspace: string): string | undefined;
+  /** The seed the clients file gives a workspace, if any. */
+  workspaceSeed(workspace: string): string | undefined;
+  /** The workspaces the clients file names (its clients' and its `workspaces` section's). */
+  namedWorkspaces: readonly string[];
+  /** Whether a workspace has an admin token of its own. */
+  anyWorkspaceAdminToken: boolean;
   /** Issuer and endpoint URLs as a request to `requestUrl` should be told them. */
   endpoints(requestUrl: string): Endpoints;
   /** Serves POST /oauth2/token, GET /oauth2/jwks and the discovery documents. */
@@ -82,6 +90,9 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
   return {
     authenticate: (authorization) => authenticate(authorization, (token) => verify(token, deps.now())),
     workspaceAdminToken: (workspace) => registry.adminToken(workspace),
+    workspaceSeed: (workspace) => registry.seed(workspace),
+    namedWorkspaces: registry.workspaces,
+    anyWorkspaceAdminToken: registry.anyAdminToken,
     endpoints,
     mount(app) {
       app.all(
@@ -97,6 +108,7 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
           endpoints: (c) => endpoints(c.req.url),
           now: deps.now,
           newId: deps.newId,
+          ...(deps.clientIn ? { clientIn: deps.clientIn } : {}),
         }),
       );
       app.get(JWKS_PATH, (c) => json(c, { keys: [key.jwk] }));

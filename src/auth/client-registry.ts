@@ -1,7 +1,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { ClientsFile } from "./clients-file.js";
 import { MAGIC_CLIENTS, MAGIC_SECRET, type MagicBehaviour } from "./magic-clients.js";
-import { DEFAULT_WORKSPACE } from "./workspace-name.js";
 
 /** A client that may ask for tokens, ready for the token endpoint. */
 export interface RegisteredClient {
@@ -22,6 +22,12 @@ export interface ClientRegistry {
   get(id: string): RegisteredClient | undefined;
   /** The admin token the clients file gives a workspace, if any. */
   adminToken(workspace: string): string | undefined;
+  /** The seed the clients file gives a workspace, if any. */
+  seed(workspace: string): string | undefined;
+  /** The workspaces the file names: its clients' and those of its `workspaces` section. */
+  workspaces: readonly string[];
+  /** Whether any workspace has an admin token of its own. */
+  anyAdminToken: boolean;
 }
 
 export interface RegistryDeps {
@@ -77,8 +83,12 @@ export function clientRegistry(file: ClientsFile, scopes: readonly string[], dep
       settings.adminToken ? [[name, settings.adminToken] as const] : [],
     ),
   );
+  const sections = file.workspaces ?? {};
   return {
     get: (id) => clients.get(id),
     adminToken: (workspace) => adminTokens.get(workspace),
+    seed: (workspace) => sections[workspace]?.seed,
+    workspaces: [...new Set([...file.clients.map((c) => c.workspace ?? DEFAULT_WORKSPACE), ...Object.keys(sections)])],
+    anyAdminToken: adminTokens.size > 0,
   };
 }

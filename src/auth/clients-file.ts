@@ -2,9 +2,9 @@ import { createPublicKey } from "node:crypto";
 import { z } from "zod";
 import { formatProblem, readYamlFile } from "../config/yaml-file.js";
 import { scopeToken } from "../routing/catalogue.js";
+import { WORKSPACE_NAME_RULE, workspaceName } from "../workspace/workspace-name.js";
 import { CLIENT_ASSERTION_ALGS } from "./client-assertion.js";
 import { MAGIC_CLIENTS } from "./magic-clients.js";
-import { WORKSPACE_NAME_RULE, workspaceName } from "./workspace-name.js";
 
 /**
  * The clients file (`--clients FILE`, YAML): the OAuth2 clients that may get
@@ -74,13 +74,20 @@ export const clientsFileSchema = z
               .min(1)
               .optional()
               .describe("a bearer token accepted on this workspace's admin API, besides --admin-token"),
+            seed: z
+              .string()
+              .min(1)
+              .optional()
+              .describe("seed of this workspace's generated patients and orders (default: --seed, as every workspace)"),
           })
           .strict(),
         // zod's own words for a bad record key are "Invalid key in record".
         { error: (issue) => (issue.code === "invalid_key" ? `not ${WORKSPACE_NAME_RULE}` : undefined) },
       )
       .optional()
-      .describe("per-workspace settings, by workspace name"),
+      .describe(
+        "per-workspace settings, by workspace name; a workspace named here or by a client is kept however idle (--workspace-ttl), and is one of the workspaces of --workspaces fixed",
+      ),
   })
   .strict();
 

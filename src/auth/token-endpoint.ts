@@ -23,6 +23,8 @@ export interface TokenEndpointDeps {
   endpoints(c: Context): Endpoints;
   now(): Date;
   newId(): string;
+  /** A client authenticated: its token request belongs to its workspace (and is journaled there). */
+  clientIn?(c: Context<EdgeEnv>, workspace: string): void;
 }
 
 const FORM = "application/x-www-form-urlencoded";
@@ -145,6 +147,7 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
     });
     if (!authenticated.ok) return errorAnswer(c, authenticated.error);
     const client = authenticated.value;
+    deps.clientIn?.(c, client.workspace);
     if (client.scopes.length === 0) {
       return errorAnswer(
         c,

@@ -2,6 +2,7 @@ import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/request-log.js";
+import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 
 /** How a flag's text becomes a value. */
 type Kind =
@@ -15,6 +16,7 @@ type Kind =
   | "header-names"
   | "origins"
   | "boolean"
+  | "workspaces"
   | { oneOf: readonly string[] };
 
 export interface Flag {
@@ -95,19 +97,43 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "journal-limit",
     "integer",
     String(DEFAULT_OPTIONS.journalLimit),
-    "most calls the journal keeps; oldest dropped first",
+    "most calls each workspace's journal keeps; oldest dropped first",
+  ),
+  flag(
+    "journal-max-bytes",
+    "size",
+    "96mb",
+    "most request and response body bytes each workspace's journal keeps; oldest calls dropped first",
   ),
   flag(
     "max-patients",
     "integer",
     String(DEFAULT_OPTIONS.maxPatients),
-    "patients kept (fixtures and patients rules name are extra); the least recently used is forgotten first",
+    "patients each workspace keeps (fixtures and patients rules name are extra); the least recently used is forgotten first",
   ),
   flag(
     "max-records-per-patient",
     "integer",
     String(DEFAULT_OPTIONS.maxRecordsPerPatient),
     "records kept per patient, removed ones included; the oldest is forgotten first",
+  ),
+  flag(
+    "max-workspaces",
+    "integer",
+    String(DEFAULT_OPTIONS.maxWorkspaces),
+    "workspaces held at once, default included; a request for a new one past it gets 503",
+  ),
+  flag(
+    "workspace-ttl",
+    "duration",
+    "24h",
+    "a workspace without a request for this long is dropped with its state (not default or named ones)",
+  ),
+  flag(
+    "workspaces",
+    "workspaces",
+    "open",
+    "open: a workspace is made on first use; fixed: only default, the clients file's and those named as fixed:a,b (open:a,b names ones kept however idle)",
   ),
   flag("operations", "string", undefined, "YAML operations file: rename event codes, add aliases, move paths"),
   flag(
@@ -302,9 +328,10 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
     return items.join(",");
   }
   if (kind === "duration") {
-    const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(text.trim());
-    if (!m) throw bad("a duration such as 60s, 1.5m or 500 (milliseconds)");
-    const n = Math.round(Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000 } as const)[(m[2] ?? "ms") as "ms" | "s" | "m"]);
+    const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+    if (!m) throw bad("a duration such as 60s, 1.5m, 24h or 500 (milliseconds)");
+    const unit = (m[2] ?? "ms") as "ms" | "s" | "m" | "h";
+    const n = Math.round(Number(m[1]) * ({ ms: 1, s: 1000, m: 60_000, h: 3_600_000 } as const)[unit]);
     if (n < 1) throw bad("a duration of at least 1 ms");
     if (n > MAX_DURATION_MS) throw bad(`a duration of at most ${MAX_DURATION_MS} ms (about 24 days)`);
     return n;
@@ -316,6 +343,17 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
     if (n < 1) throw bad("a size of at least 1 byte");
     if (!Number.isSafeInteger(n)) throw bad(`a size of at most ${Number.MAX_SAFE_INTEGER} bytes`);
     return n;
+  }
+  if (kind === "workspaces") {
+    const m = /^(open|fixed)(?::(.*))?$/.exec(text.trim());
+    if (!m) throw bad("open or fixed, optionally with workspace names: fixed:team-a,team-b");
+    const names = (m[2] ?? "")
+      .split(",")
+      .map((s) => s.trim())
+      .filter(Boolean);
+    const badName = names.find((name) => !isWorkspaceName(name));
+    if (badName !== undefined) throw bad(`${WORKSPACE_NAME_RULE} after the colon, not ${JSON.stringify(badName)}`);
+    return names.length > 0 ? `${m[1]}:${names.join(",")}` : (m[1] as string);
   }
   if (!kind.oneOf.includes(text)) throw bad(`one of ${kind.oneOf.join(", ")}`);
   return text;
@@ -374,6 +412,7 @@ export function resolveServeConfig(
         : "--clients is read only with --auth oauth2 (AUTH)",
     );
   }
+  const [workspaceMode, workspaceList = ""] = (v.workspaces as string).split(":");
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -387,8 +426,13 @@ export function resolveServeConfig(
       responseEnvelope: v["response-envelope"] as boolean,
       businessErrors: v["business-errors"] as "message" | "http",
       journalLimit: v["journal-limit"] as number,
+      journalMaxBytes: v["journal-max-bytes"] as number,
       maxPatients: v["max-patients"] as number,
       maxRecordsPerPatient: v["max-records-per-patient"] as number,
+      maxWorkspaces: v["max-workspaces"] as number,
+      workspaceTtlMs: v["workspace-ttl"] as number,
+      workspaces: workspaceMode as SandboxOptions["workspaces"],
+      workspaceNames: workspaceList.split(",").filter(Boolean),
       operationsFile: (v.operations as string | undefined) || undefined,
       emiratesIdSystem: v["emirates-id-system"] as string,
       validation: v.validation as SandboxOptions["validation"],

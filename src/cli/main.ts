@@ -53,7 +53,8 @@ Options (each also an environment variable; flags win):
 ${flagsHelp()}
 
 Messages: POST /uae-fhir/r4/$process-message (remove-allergy: POST /fhir/$process-message)
-Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, scenarios, pharmacies, orders, patients, reset)
+Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events, scenarios, pharmacies, orders, patients, reset)
+Dashboard: /__admin/ui/ (in a browser; GET / links it)
 OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
@@ -199,7 +200,8 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     log.release();
     return 1;
   }
-  if (!config.log.quiet) log.observe(sandbox.events);
+  // Every workspace's calls: each line names its workspace when it is not the default one.
+  if (!config.log.quiet) log.observe(sandbox.sandboxEvents);
   log.banner(
     bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
     `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,

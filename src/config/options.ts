@@ -14,12 +14,25 @@ export interface SandboxOptions {
   responseEnvelope: boolean;
   /** Business refusals as a 200 response message, or as 422 ("http"). */
   businessErrors: "message" | "http";
-  /** Most calls the journal keeps; the oldest are dropped first. */
+  /** Most calls each workspace's journal keeps; the oldest are dropped first. */
   journalLimit: number;
-  /** Patients the store keeps besides fixtures and patients scenario rules name; the least recently used goes first. */
+  /** Most body bytes (UTF-8) each workspace's journal keeps; the oldest calls are dropped first. */
+  journalMaxBytes: number;
+  /**
+   * Patients each workspace's store keeps besides fixtures and patients scenario rules name; the least recently
+   * used goes first.
+   */
   maxPatients: number;
   /** Records kept per patient; the oldest goes first. */
   maxRecordsPerPatient: number;
+  /** Workspaces held at once, the default one included (CONTRACT §13). */
+  maxWorkspaces: number;
+  /** A workspace without a request for this long is dropped with its state, unless it is named. */
+  workspaceTtlMs: number;
+  /** open: a workspace is made on first use; fixed: only default and the named ones exist. */
+  workspaces: "open" | "fixed";
+  /** Workspaces named at start (--workspaces fixed:a,b), besides those of the clients file: kept however idle. */
+  workspaceNames: string[];
   /** An operations file that renames event codes, adds aliases or moves paths. */
   operationsFile: string | undefined;
   /** Identifier system of Emirates IDs: given to generated patients, checked in messages. */
@@ -79,8 +92,13 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   responseEnvelope: false,
   businessErrors: "message",
   journalLimit: 10_000,
+  journalMaxBytes: 96 * 1024 * 1024,
   maxPatients: 1_000,
   maxRecordsPerPatient: 50,
+  maxWorkspaces: 1_000,
+  workspaceTtlMs: 24 * 60 * 60_000,
+  workspaces: "open",
+  workspaceNames: [],
   operationsFile: undefined,
   emiratesIdSystem: "urn:ae:emirates-id",
   validation: "strict",

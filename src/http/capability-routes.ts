@@ -36,17 +36,18 @@ export function mountCapabilityRoutes(app: Hono<EdgeEnv>, options: CapabilityRou
     ),
     StructureDefinition: new Map<string, Resource>(extensionDefinitions().map((sd) => [sd.id as string, sd])),
   };
-  const fhirBaseOf = (c: Context<EdgeEnv>, base: string) => `${new URL(c.req.url).origin}${basePath}${base}`;
+  // Under a /w/{workspace} prefix, the URLs published keep it: they lead back into the workspace.
+  const sandboxUrl = (c: Context<EdgeEnv>) => `${new URL(c.req.url).origin}${c.get("workspacePrefix")}${basePath}`;
+  const fhirBaseOf = (c: Context<EdgeEnv>, base: string) => `${sandboxUrl(c)}${base}`;
 
   for (const base of FHIR_BASES) {
     const root = `${basePath}${base}`;
     app.all(`${root}/metadata`, (c) => {
       if (c.req.method !== "GET") return notAllowed(c);
-      const origin = new URL(c.req.url).origin;
       const statement = capabilityStatement({
         fhirBase: fhirBaseOf(c, base),
         endpoints: catalogue.paths.map((path) => ({
-          address: `${origin}${basePath}${path}`,
+          address: `${sandboxUrl(c)}${path}`,
           events: catalogue.operations.filter((op) => op.path === path).flatMap((op) => [op.event, ...op.aliases]),
         })),
         messages,

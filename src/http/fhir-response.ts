@@ -1,11 +1,19 @@
 import type { Context } from "hono";
+import type { Access } from "../auth/bearer.js";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import type { RuleTrace } from "../scenarios/scenarios.js";
+import type { Workspace } from "../workspace/workspace.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 
 /** Per-request values the edge shares with the call recorder. */
 export interface EdgeVariables {
+  /** The workspace the request acts in (CONTRACT §13). */
+  workspace: Workspace;
+  /** The `/w/{workspace}` prefix the URL came with, or "": URLs in the answer keep it. */
+  workspacePrefix: string;
+  /** With --auth oauth2, on a message path: who the token speaks for, or why it is refused. */
+  access: Access | undefined;
   /** The journal call this request becomes: id reserved at its start, and the start. */
   call: { id: string; at: Date };
   bodyText: string;

@@ -1,8 +1,6 @@
 import type { Hono } from "hono";
-import type { Access } from "../auth/bearer.js";
 import { issue } from "../fhir/outcome.js";
-import type { MessagePipeline } from "../pipeline/process-message.js";
-import { STANDARD_PATH } from "../routing/default-operations.js";
+import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
@@ -16,20 +14,17 @@ export interface MessageRouteOptions {
   responseEnvelope: boolean;
 }
 
-const FHIR_BASE = STANDARD_PATH.slice(0, STANDARD_PATH.lastIndexOf("/"));
-
 /**
  * The HTTP edge of the message paths: method and size checks, then the
- * pipeline; `--response-envelope` wraps response messages as {"content": "..."}.
+ * pipeline of the request's workspace (with what its bearer token allows,
+ * under --auth oauth2); `--response-envelope` wraps response messages as
+ * {"content": "..."}.
  */
 export function mountMessageRoutes(
   app: Hono<EdgeEnv>,
   paths: readonly string[],
   options: MessageRouteOptions,
-  pipeline: MessagePipeline,
   fetchImpl: typeof fetch,
-  /** With --auth oauth2: reads the request's bearer token. */
-  authenticate?: (authorization: string | undefined) => Promise<Access>,
 ): void {
   for (const path of paths) {
     app.all(`${options.basePath}${path}`, async (c) => {
@@ -57,14 +52,15 @@ export function mountMessageRoutes(
         ]);
       }
       c.set("bodyText", read.text);
-      const access = authenticate ? await authenticate(c.req.header("authorization")) : undefined;
-      const origin = new URL(c.req.url).origin;
-      const answer = await pipeline({
+      const access = c.get("access");
+      // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
+      const base = `${new URL(c.req.url).origin}${c.get("workspacePrefix")}${options.basePath}`;
+      const answer = await c.get("workspace").processMessage({
         path,
         headers: c.req.raw.headers,
         body: read.text,
-        endpoint: `${origin}${options.basePath}${path}`,
-        fhirBase: `${origin}${options.basePath}${FHIR_BASE}`,
+        endpoint: `${base}${path}`,
+        fhirBase: `${base}${STANDARD_FHIR_BASE}`,
         call: c.get("call"),
         ...(access ? { access } : {}),
       });

@@ -1,21 +1,19 @@
 import type { MiddlewareHandler } from "hono";
-import type { SandboxEvents } from "../events.js";
 import { headerRecord } from "../journal/redact.js";
 import type { EdgeEnv } from "./fhir-response.js";
 
 export interface RecorderDeps {
-  events: SandboxEvents;
   now(): Date;
   /** Monotonic milliseconds, for durations. */
   monotonic(): number;
-  /** The journal id of a call starting now (Journal.reserveId). */
+  /** The journal id of a call starting now (the process-wide sequence). */
   reserveId(): string;
 }
 
 /**
  * Wraps every non-admin call: when it has been answered, announces it as a
- * `call:completed` event with what the handlers left in the context (headers
- * as they came: the journal redacts before it stores).
+ * `call:completed` event of its workspace with what the handlers left in the
+ * context (headers as they came: the journal redacts before it stores).
  */
 export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -53,7 +51,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
       const fault = c.get("fault");
       // A reset or a timeout sends nothing: there is no response to record, only the fault.
       const unanswered = fault === "connection-reset" || fault === "timeout";
-      deps.events.emit("call:completed", {
+      c.get("workspace").events.emit("call:completed", {
         id,
         direction: "inbound",
         at,

@@ -48,6 +48,8 @@ export interface CallDraft {
 
 export interface CallRecord extends Omit<CallDraft, "id"> {
   id: string;
+  /** The workspace the call acted in (CONTRACT §13). */
+  workspace: string;
   /** Body bytes held for this call, for the journal's memory budget. */
   size: number;
 }

@@ -1,4 +1,6 @@
 import type { SandboxEvents } from "../events.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
+import { CallIds } from "./call-ids.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
 import { Redaction } from "./redact.js";
 
@@ -30,6 +32,8 @@ export interface PageQuery extends Omit<CallFilter, "limit"> {
   cursor?: number;
   /** At most this many calls. */
   limit?: number;
+  /** And only calls this predicate holds for (a compiled CallSearch). */
+  where?: (call: CallRecord) => boolean;
 }
 
 export interface CallPage {
@@ -38,10 +42,19 @@ export interface CallPage {
   next: number | null;
 }
 
+export interface JournalSettings {
+  /** Where ids come from: the process-wide sequence; default a new one from 1. */
+  ids?: CallIds;
+  /** What of a call may be kept (--redact-header adds header names). */
+  redaction?: Redaction;
+  /** The workspace whose calls it records: every record names it. */
+  workspace?: string;
+}
+
 /**
- * The call journal: a bounded, ordered record of every call. It observes
- * `call:completed` events and announces `call:recorded`; nothing on the
- * request path calls it directly.
+ * The call journal of one workspace: a bounded, ordered record of its
+ * calls. It observes `call:completed` events and announces `call:recorded`;
+ * nothing on the request path calls it directly.
  */
 export class Journal {
   /** Slots before #start are dropped calls, emptied so they are not kept alive until the next compaction. */
@@ -50,18 +63,18 @@ export class Journal {
   readonly #seqs: number[] = [];
   #start = 0;
   #bytes = 0;
-  #nextId = 1;
   #nextSeq = 1;
+  readonly #ids: CallIds;
+  readonly #workspace: string;
 
   constructor(
     readonly limits: JournalLimits,
     private readonly events: SandboxEvents,
-    /** First id to hand out: continues a journal file's numbering. */
-    firstId = 1,
-    /** What of a call may be kept (--redact-header adds header names). */
-    redaction = new Redaction(),
+    settings: JournalSettings = {},
   ) {
-    this.#nextId = firstId;
+    const { ids = new CallIds(), redaction = new Redaction(), workspace = DEFAULT_WORKSPACE } = settings;
+    this.#ids = ids;
+    this.#workspace = workspace;
     // Redacted before it is stored: every view of the journal (admin API, verify, exports, the file) reads this record.
     events.on("call:completed", (draft) => this.#record(redaction.call(draft)));
   }
@@ -69,7 +82,7 @@ export class Journal {
   #record(draft: Omit<CallDraft, "secretHeaders">): void {
     // Kept as JS strings on purpose: the GC compacts them, where many mid-sized off-heap buffers fragment the process's memory.
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
-    const record: CallRecord = { ...draft, id: draft.id ?? String(this.#nextId++), size };
+    const record: CallRecord = { ...draft, id: draft.id ?? this.#ids.next(), workspace: this.#workspace, size };
     this.#calls.push(record);
     this.#seqs.push(this.#nextSeq++);
     this.#bytes += size;
@@ -97,12 +110,12 @@ export class Journal {
    *   const id = journal.reserveId(); // "7"; emit call:completed with { id, ... } later
    */
   reserveId(): string {
-    return String(this.#nextId++);
+    return this.#ids.next();
   }
 
-  /** The highest id handed out so far, to calls recorded or still in flight (0 before the first). */
+  /** The highest id handed out so far (by any journal sharing the sequence), to calls recorded or still in flight. */
   get highestIdIssued(): number {
-    return this.#nextId - 1;
+    return this.#ids.highestIssued;
   }
 
   #live(): number {
@@ -188,14 +201,16 @@ export class Journal {
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
+    this.events.emit("journal:cleared");
   }
 }
 
-function matches(call: CallRecord, filter: Omit<CallFilter, "limit">): boolean {
+function matches(call: CallRecord, filter: Omit<PageQuery, "order" | "cursor" | "limit">): boolean {
   return (
     (filter.operation === undefined || call.operation === filter.operation) &&
     (filter.direction === undefined || call.direction === filter.direction) &&
     (filter.messageId === undefined || call.messageId === filter.messageId) &&
-    (filter.since === undefined || call.at >= filter.since)
+    (filter.since === undefined || call.at >= filter.since) &&
+    (filter.where === undefined || filter.where(call))
   );
 }

@@ -1,4 +1,5 @@
 import type { CallRecord } from "../journal/call-record.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /**
  * One recorded call as a log event: what a person scanning the console and a
@@ -7,6 +8,8 @@ import type { CallRecord } from "../journal/call-record.js";
 export interface CallEvent {
   event: "call";
   callId: string;
+  /** The workspace the call acted in, when not the default one (a shared sandbox's log names the team). */
+  workspace?: string;
   direction: "inbound" | "outbound";
   /** The operation (inbound) or push event (outbound); null when it could not be told. */
   operation: string | null;
@@ -56,6 +59,7 @@ export function callEvent(call: CallRecord): CallEvent {
   return {
     event: "call",
     callId: call.id,
+    ...(call.workspace !== DEFAULT_WORKSPACE ? { workspace: call.workspace } : {}),
     direction: call.direction,
     operation: call.operation,
     method: call.request.method,

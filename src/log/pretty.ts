@@ -69,6 +69,7 @@ function callLine(e: CallEvent, c: Palette): string {
   // Padded as text, then painted: colour codes take no room on a terminal.
   const byColumn = (inbound && e.rule !== null ? c.bold(by) : by) + " ".repeat(Math.max(0, BY_WIDTH - by.length));
   const notes = [
+    e.workspace !== undefined ? c.cyan(`[${e.workspace}]`) : "",
     e.fault !== undefined ? c.red(`fault ${e.fault}`) : "",
     e.duplicate ? c.yellow("duplicate") : "",
     e.error !== undefined ? c.red(e.error) : "",

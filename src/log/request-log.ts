@@ -145,7 +145,7 @@ function summary(e: CallEvent): string {
  * @example
  *   const log = createRequestLog({ format: "json", level: "info", colours: false }, { out, err });
  *   const sandbox = createApp(options, { logger: log.logger });
- *   log.observe(sandbox.events);
+ *   log.observe(sandbox.sandboxEvents);
  */
 export function createRequestLog(settings: LogSettings, streams: LogStreams): RequestLog {
   const destination = new Destination(settings, streams);

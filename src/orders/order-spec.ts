@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { durationMs, durationSchema } from "../scenarios/duration.js";
-import type { OrderSpec } from "./order-workflow.js";
+import type { OrderSpec } from "./order-book.js";
 
 const coded = z
   .object({ system: z.string().min(1).optional(), code: z.string().min(1), display: z.string().optional() })

@@ -37,6 +37,10 @@ export class PharmacyRegistry {
     return [...this.#pharmacies.values()].map((p) => structuredClone(p));
   }
 
+  get size(): number {
+    return this.#pharmacies.size;
+  }
+
   clear(): void {
     this.#pharmacies.clear();
   }

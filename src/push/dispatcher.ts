@@ -35,6 +35,19 @@ export interface Push {
   /** The event it carries (journal operation). */
   event: string;
   messageId: string;
+  /** Where its attempts are announced: the pushing workspace's events (default the dispatcher's). */
+  events?: SandboxEvents;
+}
+
+/** Deliveries under way (GET /__admin/health). */
+export interface PushStats {
+  /** Pushes not yet finished: attempting, waiting for a slot, or backing off before a retry. */
+  pending: number;
+  /** Attempts in flight now. */
+  inFlight: number;
+  /** Attempts waiting for one of the `concurrency` slots. */
+  queued: number;
+  concurrency: number;
 }
 
 export interface PushResult {
@@ -50,7 +63,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Delivers pushes: a bounded number at a time, each attempt with a timeout,
+ * Delivers pushes: a bounded number at a time across the whole process
+ * (every workspace's pushes share the bound), each attempt with a timeout,
  * retried with exponential backoff and jitter on connection errors,
  * timeouts and 5xx (also 408 and 429), never on other answers; redirects are
  * not followed. Every attempt is announced as an outbound call, the push's
@@ -59,6 +73,7 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  */
 export class PushDispatcher {
   #active = 0;
+  #pending = 0;
   readonly #queue: Array<() => void> = [];
 
   constructor(
@@ -66,7 +81,25 @@ export class PushDispatcher {
     private readonly deps: PushDeps,
   ) {}
 
+  stats(): PushStats {
+    return {
+      pending: this.#pending,
+      inFlight: this.#active,
+      queued: this.#queue.length,
+      concurrency: this.settings.concurrency,
+    };
+  }
+
   async deliver(push: Push): Promise<PushResult> {
+    this.#pending++;
+    try {
+      return await this.#deliver(push);
+    } finally {
+      this.#pending--;
+    }
+  }
+
+  async #deliver(push: Push): Promise<PushResult> {
     if (!pushableScheme(push.target) || !hostAllowed(push.target, this.settings.allow)) {
       const error = `target ${push.target} is not allowed (http/https only; --push-allow ${this.settings.allow.join(",") || "*"})`;
       this.#record(push, 1, this.deps.now(), 0, null, error);
@@ -146,7 +179,7 @@ export class PushDispatcher {
     try {
       path = new URL(push.target).pathname;
     } catch {}
-    this.deps.events.emit("call:completed", {
+    (push.events ?? this.deps.events).emit("call:completed", {
       direction: "outbound",
       at,
       durationMs: Math.round(durationMs * 1000) / 1000,

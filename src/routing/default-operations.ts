@@ -6,6 +6,8 @@ import type { OperationSpec, Requirement } from "./operation.js";
 /** The two message-processing paths of the real service (CONTRACT §1). */
 export const STANDARD_PATH = "/uae-fhir/r4/$process-message";
 export const ALTERNATE_PATH = "/fhir/$process-message";
+/** The FHIR base of the standard path: /uae-fhir/r4. */
+export const STANDARD_FHIR_BASE = STANDARD_PATH.slice(0, STANDARD_PATH.lastIndexOf("/"));
 /** The FHIR bases of the two message paths, e.g. /uae-fhir/r4: each publishes the sandbox's capability. */
 export const FHIR_BASES = [STANDARD_PATH, ALTERNATE_PATH].map((path) => path.slice(0, path.lastIndexOf("/")));
 

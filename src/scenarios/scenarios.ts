@@ -1,10 +1,8 @@
-import { watch as fsWatch, type Stats, statSync } from "node:fs";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
-import type { OperationNames } from "../routing/operation-names.js";
-import { type LoadedScenario, loadScenarioFolder, loadScenarioText, type ScenarioLoad } from "./load.js";
+import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
-import { watchPath } from "./watch-path.js";
+import type { ScenarioFolder } from "./scenario-folder.js";
 
 /**
  * What a decision leaves behind so that it can be explained later (GET
@@ -30,98 +28,41 @@ export interface Scripted {
   hit: number;
 }
 
-export interface ScenarioEvents {
-  /** The folder was (re)loaded; `problems` is empty when the new set is serving. */
-  onLoad(result: { ok: boolean; problems: YamlProblem[] }): void;
-  /** Watching for changes failed somewhere: changes there are not picked up. */
-  onWatchError(message: string): void;
-}
-
 interface Counter {
   matched: number;
   answered: number;
 }
 
 /**
- * The loaded scenarios: rules from the folder and rules added at run time,
- * their counters, and the decision which rule answers a message. Rules added
- * at run time come first, in the order added; then the folder's, in file order.
+ * One workspace's scenario rules: the shared scenario files' rules (read
+ * only, the same objects in every workspace) and rules added at run time
+ * (POST /__admin/scenarios), their hit counts, and the decision which rule
+ * answers a message. Rules added at run time come first, in the order added;
+ * then the files', in file order.
  */
 export class Scenarios {
-  #folder: LoadedScenario[] = [];
   #runtime: LoadedScenario[] = [];
   #rules = new RuleSet([]);
+  /** The folder version #rules was built from; -1: build it again. */
+  #builtFor = -1;
   #counters = new WeakMap<CompiledRule, Counter>();
-  #problems: YamlProblem[] = [];
-  #loadedAt: Date | undefined;
   #runtimeCount = 0;
-  /** What the last successful load read: a folder, a file, or nothing (it did not exist). */
-  #loadedFrom: "folder" | "file" | undefined;
 
   constructor(
-    readonly folder: string | undefined,
-    private readonly deps: {
-      now(): Date;
-      events?: ScenarioEvents;
-      /** What `when.operation` may name; default the built-in catalogue's operations. */
-      operations?: OperationNames;
-      /** Largest scenario document, bytes (--max-scenario-file); default DEFAULT_OPTIONS.maxScenarioFile. */
-      maxFileBytes?: number;
-      /** fs.watch, replaceable in tests. */
-      fsWatch?: typeof fsWatch;
-    },
+    /** The shared scenario files, if any. */
+    readonly folder?: ScenarioFolder,
+    /** How documents added at run time are loaded; default the folder's. */
+    private readonly loadOptions: LoadOptions = folder?.loadOptions ?? {},
   ) {}
-
-  #loadOptions() {
-    return {
-      ...(this.deps.operations ? { names: this.deps.operations } : {}),
-      ...(this.deps.maxFileBytes !== undefined ? { maxBytes: this.deps.maxFileBytes } : {}),
-    };
-  }
-
-  /**
-   * Loads the folder; on problems the previous set keeps serving. A folder
-   * (or file) missing at start means none; one that goes away after it was
-   * loaded is a problem, so that what it held keeps serving until it is back.
-   */
-  reload(): { ok: boolean; problems: YamlProblem[] } {
-    if (this.folder === undefined) return { ok: true, problems: [] };
-    const present = statOf(this.folder);
-    const load: ScenarioLoad =
-      !present && this.#loadedFrom
-        ? {
-            ok: false,
-            problems: [
-              {
-                file: this.folder,
-                line: 0,
-                column: 0,
-                message: `the scenarios ${this.#loadedFrom} is gone; the rules loaded before keep serving, and it is loaded again when it is back`,
-              },
-            ],
-            scenarios: [],
-          }
-        : loadScenarioFolder(this.folder, this.#loadOptions());
-    const result = load.ok ? { ok: true, problems: [] } : { ok: false, problems: load.problems };
-    if (load.ok) {
-      this.#folder = load.scenarios;
-      this.#loadedAt = this.deps.now();
-      this.#loadedFrom = present ? (present.isDirectory() ? "folder" : "file") : undefined;
-      this.#rebuild();
-    }
-    this.#problems = result.problems;
-    this.deps.events?.onLoad(result);
-    return result;
-  }
 
   /** Adds a scenario document (YAML or JSON) at run time. */
   add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
     const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source, this.#loadOptions());
+    const load = loadScenarioText(text, source, this.loadOptions);
     if (!load.ok) return load;
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtime.push(scenario);
-    this.#rebuild();
+    this.#builtFor = -1;
     return { ok: true, scenario };
   }
 
@@ -129,22 +70,36 @@ export class Scenarios {
   clearRuntime(): number {
     const n = this.#runtime.reduce((sum, s) => sum + s.rules.length, 0);
     this.#runtime = [];
-    this.#rebuild();
+    this.#builtFor = -1;
     return n;
   }
 
-  #rebuild(): void {
-    this.#rules = new RuleSet([...this.#runtime, ...this.#folder].flatMap((s) => s.rules));
+  /** The rules in force: without runtime rules, the folder's own (shared) set. */
+  #ruleSet(): RuleSet {
+    const version = this.folder?.version ?? 0;
+    if (this.#builtFor !== version) {
+      this.#rules =
+        this.#runtime.length === 0 && this.folder
+          ? this.folder.rules
+          : new RuleSet(this.scenarios.flatMap((s) => s.rules));
+      this.#builtFor = version;
+    }
+    return this.#rules;
   }
 
   /** Every loaded scenario in rule order: runtime ones first, then the folder's. */
   get scenarios(): readonly LoadedScenario[] {
-    return [...this.#runtime, ...this.#folder];
+    return [...this.#runtime, ...(this.folder?.scenarios ?? [])];
   }
 
   /** The order fixtures are applied in: the folder's, then runtime ones, so the later (runtime) win as when posted. */
   get fixtureOrder(): readonly LoadedScenario[] {
-    return [...this.#folder, ...this.#runtime];
+    return [...(this.folder?.scenarios ?? []), ...this.#runtime];
+  }
+
+  /** How many rules were added at run time (they cost this workspace memory). */
+  get runtimeRules(): number {
+    return this.#runtime.reduce((sum, s) => sum + s.rules.length, 0);
   }
 
   resetCounters(): void {
@@ -167,11 +122,12 @@ export class Scenarios {
    * `trace`, when given, is filled in for explaining the decision later.
    */
   decide(facts: RequestFacts, trace?: RuleTrace): Scripted | undefined {
+    const rules = this.#ruleSet();
     if (trace) {
-      trace.rules = this.#rules;
+      trace.rules = rules;
       trace.invalid = facts.invalid ?? false;
     }
-    for (const rule of this.#rules.candidates(facts.operation)) {
+    for (const rule of rules.candidates(facts.operation)) {
       if (!rule.matcher.matches(facts)) continue;
       const counter = this.#counter(rule);
       counter.matched++;
@@ -196,17 +152,17 @@ export class Scenarios {
 
   /** An empty trace for `decide` to fill. */
   newTrace(): RuleTrace {
-    return { rules: this.#rules, invalid: false, passedOver: [], answered: undefined };
+    return { rules: this.#ruleSet(), invalid: false, passedOver: [], answered: undefined };
   }
 
   /** What GET /__admin/scenarios shows. */
   view() {
     return {
-      folder: this.folder ?? null,
-      loadedAt: this.#loadedAt?.toISOString() ?? null,
-      problems: this.#problems,
+      folder: this.folder?.folder ?? null,
+      loadedAt: this.folder?.loadedAt?.toISOString() ?? null,
+      problems: this.folder?.problems ?? [],
       files: this.scenarios.map((s) => ({ source: s.source, name: s.scenario.name ?? null, rules: s.rules.length })),
-      rules: this.#rules.rules.map((r) => {
+      rules: this.#ruleSet().rules.map((r) => {
         const c = this.#counters.get(r) ?? { matched: 0, answered: 0 };
         return {
           id: r.id,
@@ -221,28 +177,5 @@ export class Scenarios {
         };
       }),
     };
-  }
-
-  /**
-   * Reloads when the folder (or file) changes: a file added, changed or
-   * removed, a subfolder created, the folder itself deleted (the last set
-   * keeps serving) or restored. Returns a function that stops watching.
-   */
-  watch(debounceMs = 100): () => void {
-    if (this.folder === undefined) return () => undefined;
-    return watchPath(
-      this.folder,
-      () => this.reload(),
-      { watch: this.deps.fsWatch ?? fsWatch, onError: (message) => this.deps.events?.onWatchError(message) },
-      debounceMs,
-    );
-  }
-}
-
-function statOf(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch {
-    return undefined;
   }
 }

@@ -65,6 +65,8 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
   const close = (graceMs = limits.shutdownGraceMs) =>
     (closing ??= new Promise((resolve) => {
       stopping = true;
+      // Event streams never finish on their own: ended now, they do not hold the stop for the whole grace.
+      sandbox.endStreams();
       for (const res of inFlight) {
         if (!res.headersSent) res.shouldKeepAlive = false;
         else res.once("finish", () => res.socket?.end());

@@ -1,6 +1,7 @@
 import type { Patient, Resource } from "fhir/r4.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
+import type { ProfileCache } from "./profile-cache.js";
 
 /** Resource types kept per patient. */
 export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
@@ -10,6 +11,8 @@ export interface StoreDeps {
   emiratesIdSystem: string;
   now(): Date;
   newId(): string;
+  /** Generated profiles shared with other stores (the workspaces of one sandbox); none: each is generated here. */
+  profiles?: ProfileCache;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -35,6 +38,17 @@ export interface PatientState {
   patient: Patient;
   keys: string[];
   records: Resource[];
+}
+
+/** A patient in the list of known patients (GET /__admin/patients). */
+export interface PatientSummary {
+  id: string;
+  identifier: NonNullable<Patient["identifier"]>;
+  name: NonNullable<Patient["name"]>;
+  gender: string | null;
+  birthDate: string | null;
+  /** Records held, by type (removed ones included). */
+  records: Partial<Record<RecordType, number>>;
 }
 
 interface Held {
@@ -134,10 +148,18 @@ export class SandboxStore {
   ensurePatient(identity: PatientIdentity, options: { records?: boolean } = {}): Patient {
     const known = this.findPatient(identity);
     if (known) return known;
-    const profile = generatedProfileOf(identity, this.deps);
+    const profile = this.#generated(identity);
     this.#addPatient(profile.patient, identity.keys);
     if (options.records !== false) for (const r of profileRecords(profile)) this.#hold(r, profile.patient.id as string);
     return this.#patients.get(profile.patient.id as string) as Patient;
+  }
+
+  /** The profile generated for a patient met for the first time: from the shared cache, when there is one. */
+  #generated(identity: PatientIdentity): GeneratedProfile {
+    const { profiles } = this.deps;
+    if (!profiles) return generatedProfileOf(identity, this.deps);
+    const key = JSON.stringify([this.deps.seed, this.deps.emiratesIdSystem, identity.keys[0], identity.given]);
+    return profiles.get(key, () => generatedProfileOf(identity, this.deps));
   }
 
   /** Adds a patient as given (fixtures), known by its identifiers, its id and `keys`. */
@@ -226,7 +248,7 @@ export class SandboxStore {
     id: string,
   ): { resource: R; patientId: string } | undefined {
     if (identity.keys.length === 0 || this.findPatient(identity)) return undefined;
-    const records = profileRecords(generatedProfileOf(identity, this.deps));
+    const records = profileRecords(this.#generated(identity));
     if (!records.some((r) => r.resourceType === type && r.id === id)) return undefined;
     this.ensurePatient(identity);
     return this.get<R>(type, id);
@@ -271,6 +293,26 @@ export class SandboxStore {
     return (this.#byPatient.get(patientId) ?? []).flatMap((ref) => {
       const held = this.#records.get(ref);
       return held && (types as readonly string[]).includes(held.resource.resourceType) ? [held.resource as R] : [];
+    });
+  }
+
+  /** Every patient the sandbox knows, in the order it met them, with how many records of each type they have. */
+  patients(): PatientSummary[] {
+    return [...this.#patients.values()].map((patient) => {
+      const id = patient.id as string;
+      const records: Partial<Record<RecordType, number>> = {};
+      for (const ref of this.#byPatient.get(id) ?? []) {
+        const type = this.#records.get(ref)?.resource.resourceType as RecordType | undefined;
+        if (type) records[type] = (records[type] ?? 0) + 1;
+      }
+      return {
+        id,
+        identifier: patient.identifier ?? [],
+        name: patient.name ?? [],
+        gender: patient.gender ?? null,
+        birthDate: patient.birthDate ?? null,
+        records,
+      };
     });
   }
 

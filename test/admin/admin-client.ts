@@ -6,7 +6,13 @@ export async function admin(
   app: Hono,
   method: string,
   path: string,
-  options: { body?: unknown; token?: string; headers?: Record<string, string> } = {},
+  options: {
+    body?: unknown;
+    token?: string;
+    headers?: Record<string, string>;
+    /** Before /__admin, e.g. a workspace's /w/team-a. */
+    prefix?: string;
+  } = {},
 ): Promise<Reply> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token !== undefined) headers.authorization = `Bearer ${options.token}`;
@@ -15,7 +21,11 @@ export async function admin(
     headers["content-type"] ??= "application/json";
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
   }
-  const res = await app.request(`/__admin${path}`, { method, headers, ...(body !== undefined ? { body } : {}) });
+  const res = await app.request(`${options.prefix ?? ""}/__admin${path}`, {
+    method,
+    headers,
+    ...(body !== undefined ? { body } : {}),
+  });
   const text = await res.text();
   let parsed: unknown = text;
   try {

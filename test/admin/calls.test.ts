@@ -261,10 +261,12 @@ describe("GET /__admin/calls/{id} (CONTRACT §9)", () => {
     const reply = await admin(app, "GET", `/calls/${calls[1].id}`);
 
     expect(reply.status).toBe(200);
-    // The call as listed, and the explanation of its answer (test/admin/explain.test.ts).
-    const { explanation, ...call } = reply.body;
+    // The call as listed, the explanation of its answer (test/admin/explain.test.ts) and the issues of its answer
+    // (none for an ok answer; test/admin/dashboard-api.test.ts).
+    const { explanation, issues, ...call } = reply.body;
     expect(call).toEqual(calls[1]);
     expect(explanation.summary).toBe("No rule answered; the built-in behaviour did.");
+    expect(issues).toEqual([]);
     expect(reply.body.messageId).toBe("msg-second");
   });
 

@@ -3,7 +3,7 @@ import type { AllergyIntolerance, Patient } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import type { SandboxEvents } from "../../src/events.js";
-import { example, messageBundle, post } from "../support/messages.js";
+import { example, messageBundle, post, STANDARD } from "../support/messages.js";
 import { admin, listCalls } from "./admin-client.js";
 
 type App = ReturnType<typeof createApp>["app"];
@@ -134,6 +134,29 @@ describe("POST /__admin/calls/wait (CONTRACT §9)", () => {
 
     expect(reply.status).toBe(400);
     expect(reply.body.resourceType).toBe("OperationOutcome");
+    expect(events.listenerCount("call:recorded")).toBe(0);
+  });
+});
+
+describe("POST /__admin/calls/wait in a workspace (CONTRACT §13)", () => {
+  it("is not answered by another workspace's calls, and is by its own", async () => {
+    const { app, workspaces } = createApp();
+    // Made first (a use of the workspace), so that its waiter can be watched.
+    await admin(app, "GET", "/calls", { prefix: "/w/team-a" });
+    const events = workspaces.find("team-a")?.events as SandboxEvents;
+    const subscribed = waiterSubscribed(events);
+    const pending = admin(app, "POST", "/calls/wait", {
+      prefix: "/w/team-a",
+      body: { operation: "add-allergy", timeoutMs: LONG },
+    });
+    await subscribed;
+
+    await post(app, messageBundle("add-allergy", [cashew()]), { headers: { "X-Sandbox-Workspace": "team-b" } });
+    // Recording is synchronous: had team-b's call counted, the waiter would have finished and left.
+    expect(events.listenerCount("call:recorded")).toBe(1);
+
+    await post(app, messageBundle("add-allergy", [fish()]), { path: `/w/team-a${STANDARD}` });
+    expect((await pending).body).toMatchObject({ ok: true, matched: 1 });
     expect(events.listenerCount("call:recorded")).toBe(0);
   });
 });

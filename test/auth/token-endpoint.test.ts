@@ -424,23 +424,35 @@ describe("private_key_jwt (RFC 7523 as SMART Backend Services profiles it)", () 
 
   it("the same jti again once the first assertion expired is accepted (the sandbox's clock moved on)", async () => {
     const { privateKey, jwk } = await keys;
-    let now = new Date();
+    // The sandbox's clock and every time claim come from the test, none from the real clock: the library stamps iat
+    // and nbf with the real time, which passes the next whole second while a loaded machine signs, and an nbf after
+    // the sandbox's now is refused.
+    const T0 = 1_900_000_000;
+    let now = new Date(T0 * 1000);
     const app = sandbox(jwtClients(jwk), () => now);
-    const issuedAt = nowSeconds();
-    const sameJti: Modify = (_, p) => {
-      p.jti = "reused-later";
-      p.iat = issuedAt;
-      p.exp = issuedAt + 60;
-    };
+    const sameJti =
+      (issuedAt: number): Modify =>
+      (_, p) => {
+        p.jti = "reused-later";
+        p.iat = issuedAt;
+        p.nbf = issuedAt;
+        p.exp = issuedAt + 60;
+      };
 
-    await assertionToken(app, privateKey, "key-1", sameJti);
-    now = new Date((issuedAt + 61) * 1000);
-    // The assertion itself must still be fresh for the sandbox's clock: move exp along with it.
-    const later: Modify = (_, p) => {
-      p.jti = "reused-later";
-      p.exp = issuedAt + 120;
-    };
-    await expect(assertionToken(app, privateKey, "key-1", later)).resolves.toMatchObject({ token_type: "bearer" });
+    await expect(assertionToken(app, privateKey, "key-1", sameJti(T0))).resolves.toMatchObject({
+      token_type: "bearer",
+    });
+    // A second before the first one's exp it is still a replay …
+    now = new Date((T0 + 59) * 1000);
+    await expect(assertionToken(app, privateKey, "key-1", sameJti(T0 + 59))).rejects.toMatchObject({
+      error: "invalid_client",
+      error_description: expect.stringMatching(/jti reused-later was already used/),
+    });
+    // … and at its exp the first one has expired (RFC 7519 §4.1.4: valid only before exp), so the jti is free again.
+    now = new Date((T0 + 60) * 1000);
+    await expect(assertionToken(app, privateKey, "key-1", sameJti(T0 + 60))).resolves.toMatchObject({
+      token_type: "bearer",
+    });
   });
 
   it("client_assertion_type other than jwt-bearer → invalid_request", async () => {

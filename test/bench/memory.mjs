@@ -27,7 +27,7 @@ function calls() {
 }
 
 /** process.memoryUsage() of the child after full GCs. */
-async function afterGc(child, timeoutMs) {
+export async function afterGc(child, timeoutMs) {
   const answer = once(child, "message");
   child.send({ type: "measure" });
   const [memory] = await within(answer, timeoutMs, "memory report from the sandbox");

@@ -26,6 +26,7 @@ import { requestLog } from "./request-log.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
 import { throughput } from "./throughput.mjs";
 import { validation } from "./validation.mjs";
+import { workspaces } from "./workspaces.mjs";
 
 /** Sections in run order, each with settings of its own on top of the common ones. */
 const SECTIONS = [
@@ -38,6 +39,7 @@ const SECTIONS = [
   [profile, {}],
   [scenarioMatching, { requests: "BENCH_MATCHING_REQUESTS", warmup: 300 }],
   [requestLog, { requests: 3000 }],
+  [workspaces, {}],
 ];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */

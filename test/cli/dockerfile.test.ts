@@ -1,8 +1,14 @@
-import { readFileSync } from "node:fs";
-import { afterEach, describe, expect, it } from "vitest";
-import { childEnv, http, killStray, LISTENING, ROOT, spawnCommand } from "./cli-process.js";
+import { spawn } from "node:child_process";
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import type { AllergyIntolerance, Bundle, Patient } from "fhir/r4.js";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { envelope, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
+import { Child, childEnv, http, killStray, LISTENING, ROOT } from "./cli-process.js";
 
-// No Docker engine in CI: the Dockerfile is parsed, and its CMD and HEALTHCHECK are run from the repository root.
+// No container engine in CI (scripts/verify-image.sh runs the real image where there is one): the Dockerfile is
+// parsed, its runtime stage's files are laid out in a temporary folder, and its CMD and HEALTHCHECK run there.
 afterEach(killStray);
 
 interface Instruction {
@@ -76,23 +82,44 @@ const healthcheck = (() => {
 })();
 
 describe("the Dockerfile", () => {
-  it("builds in a node:24-bookworm-slim stage with npm ci then npm run build", () => {
+  it("builds in a node:24-alpine stage: npm ci, then npm run build (which bundles)", () => {
     expect(stages(dockerfile).length).toBeGreaterThanOrEqual(2);
-    expect(build[0]?.args).toMatch(/^node:24-bookworm-slim\s+AS\s+build$/i);
+    expect(build[0]?.args).toMatch(/^node:24-alpine[\d.]*\s+AS\s+build$/i);
     const runs = all(build, "RUN").map((i) => i.args);
     const ci = runs.findIndex((r) => /^npm ci\b/.test(r));
-    const compile = runs.findIndex((r) => r.includes("npm run build"));
+    const bundle = runs.indexOf("npm run build");
     expect(ci).toBeGreaterThanOrEqual(0);
-    expect(compile).toBeGreaterThan(ci);
+    expect(bundle).toBeGreaterThan(ci);
   });
 
-  it("runs on node:24-bookworm-slim with production dependencies only, dist/ and scenarios/", () => {
-    expect(runtime[0]?.args).toMatch(/^node:24-bookworm-slim\b/);
+  it("gives the build what npm run build reads: the sources, scripts/, and the README and docs/ it renders", () => {
+    const copied = all(build, "COPY").flatMap((i) => i.args.split(/\s+/).slice(0, -1));
+    for (const needed of ["tsconfig.json", "src", "scripts", "README.md", "docs", "scenarios/README.md"])
+      expect(copied, needed).toContain(needed);
+    const ignored = readFileSync(`${ROOT}.dockerignore`, "utf8").split("\n");
+    expect(ignored).not.toContain("docs");
+    expect(ignored).not.toContain("scripts");
+  });
+
+  it("runs on Alpine with the build stage's Node 24 binary alone: the bundle, its data files, the dashboard's assets, scenarios/", () => {
+    expect(runtime[0]?.args).toMatch(/^alpine:[\d.]+\s+AS\s+runtime$/i);
+    // The same Alpine release the node binary was built for (it links against that release's libstdc++).
+    expect(runtime[0]?.args.split(/[:\s]/)[1]).toBe(build[0]?.args.match(/alpine([\d.]+)/)?.[1]);
     const runs = all(runtime, "RUN").map((i) => i.args);
-    expect(runs.some((r) => /npm ci --omit=dev --ignore-scripts/.test(r))).toBe(true);
+    expect(runs.join(" ")).not.toMatch(/\bnpm\b/);
     const copies = all(runtime, "COPY").map((i) => i.args.split(/\s+/));
-    expect(copies).toContainEqual(["--from=build", "/app/dist", "./dist"]);
-    expect(copies).toContainEqual(["scenarios", "./scenarios"]);
+    expect(copies).toEqual([
+      ["--from=build", "/usr/local/bin/node", "/usr/local/bin/node"],
+      [
+        "--from=build",
+        "/app/bundle/uae-fhir-sandbox.mjs",
+        "/app/bundle/r4-definitions.json",
+        "/app/bundle/fhirpath-trees.json",
+        "./bundle/",
+      ],
+      ["--from=build", "/app/bundle/assets", "./bundle/assets"],
+      ["scenarios", "./scenarios"],
+    ]);
   });
 
   it("runs as a non-root user, exposes 8080 and has no VOLUME", () => {
@@ -119,10 +146,11 @@ describe("the Dockerfile", () => {
     expect(limit).toBeLessThanOrEqual(512 - 128);
   });
 
-  it("starts the server with the same command as npm start", () => {
+  it("starts the bundled server: the entry npm run bundle writes (last step of npm run build), with serve", () => {
     const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { scripts: Record<string, string> };
-    expect(cmd).toEqual(["node", "dist/cli/main.js", "serve"]);
-    expect(pkg.scripts.start?.split(/\s+/)).toEqual(cmd);
+    expect(pkg.scripts.build).toMatch(/ && npm run bundle$/);
+    expect(cmd).toEqual(["node", "bundle/uae-fhir-sandbox.mjs", "serve"]);
+    expect(readFileSync(`${ROOT}scripts/bundle.mjs`, "utf8")).toContain('"uae-fhir-sandbox.mjs"');
   });
 
   it("has a node HEALTHCHECK against /__admin/health that reads PORT", () => {
@@ -133,36 +161,163 @@ describe("the Dockerfile", () => {
     expect(healthcheck.options).toMatch(/--timeout=\d+s/);
   });
 
-  it(".dockerignore keeps node_modules, dist, .git and coverage out of the build context", () => {
+  it("is described step by step in the README: each FROM, each RUN and the CMD, verbatim", () => {
+    const readme = readFileSync(`${ROOT}README.md`, "utf8");
+    const docker = /^## Running in Docker\n([\s\S]*?)^## /m.exec(readme)?.[1] ?? "";
+    const steps = [
+      ...all(dockerfile, "FROM").map((i) => `FROM ${i.args}`),
+      ...all(dockerfile, "RUN").map((i) => i.args),
+      `CMD ${JSON.stringify(cmd).replaceAll(",", ", ")}`,
+    ];
+    expect(steps.filter((step) => !docker.includes(`\`${step}\``))).toEqual([]);
+  });
+
+  it(".dockerignore keeps node_modules, dist, bundle, .git and coverage out of the build context", () => {
     const ignored = readFileSync(`${ROOT}.dockerignore`, "utf8")
       .split("\n")
       .map((l) => l.trim());
-    expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", ".git", "coverage"]));
+    expect(ignored).toEqual(expect.arrayContaining(["node_modules", "dist", "bundle", ".git", "coverage"]));
   });
 });
 
-describe("the Dockerfile's CMD and HEALTHCHECK, run from the repository root", { timeout: 30_000 }, () => {
-  it("CMD serves /__admin/health, and HEALTHCHECK passes against it and fails once it is gone", async () => {
-    // The image's ENV, its WORKDIR mapped onto the repository root, with a free port on loopback.
-    const env: Record<string, string> = {};
-    for (const [key, value] of Object.entries(imageEnv)) {
-      env[key] =
-        value === workdir || value.startsWith(`${workdir}/`) ? `${ROOT}${value.slice(workdir.length + 1)}` : value;
+describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { timeout: 30_000 }, () => {
+  // The runtime stage's files (COPY lines) in a temporary WORKDIR with no node_modules anywhere above it: what the
+  // bundle needs and does not find there fails here as it would in the image.
+  let app = "";
+  beforeAll(() => {
+    app = mkdtempSync(join(tmpdir(), "image-app-"));
+    for (const [source, ...rest] of all(runtime, "COPY").map((i) => i.args.split(/\s+/))) {
+      const fromBuild = source === "--from=build";
+      const sources = fromBuild ? rest.slice(0, -1) : [source as string];
+      const target = rest.at(-1) as string;
+      for (const from of sources) {
+        // The build stage's /app is this repository (npm test bundles before vitest); its node is this node.
+        if (from === "/usr/local/bin/node") continue;
+        const path = fromBuild ? `${ROOT}${from.slice(`${workdir}/`.length)}` : `${ROOT}${from}`;
+        const to = target.endsWith("/") ? join(app, target, basename(from)) : join(app, target);
+        cpSync(path, to, { recursive: true });
+      }
     }
-    const argv = (command: string[]) => (command[0] === "node" ? [process.execPath, ...command.slice(1)] : command);
+  });
+  afterAll(() => rmSync(app, { recursive: true, force: true }));
 
-    const server = spawnCommand(argv(cmd), childEnv({ ...env, PORT: "0", HOST: "127.0.0.1" }));
+  const env = () => {
+    // The image's ENV, its WORKDIR mapped onto the temporary folder.
+    const out: Record<string, string> = {};
+    for (const [key, value] of Object.entries(imageEnv)) {
+      out[key] = value === workdir || value.startsWith(`${workdir}/`) ? join(app, value.slice(workdir.length)) : value;
+    }
+    return out;
+  };
+  const run = (command: string[], extra: Record<string, string>) =>
+    new Child(
+      spawn(process.execPath, command.slice(1), {
+        cwd: app,
+        env: childEnv({ ...env(), ...extra }),
+        stdio: ["ignore", "pipe", "pipe"],
+      }),
+    );
+
+  it("has only the bundle, its data files, the dashboard's assets and the scenarios: no node_modules or source maps", () => {
+    expect(readdirSync(app).sort()).toEqual(["bundle", "scenarios"]);
+    expect(readdirSync(join(app, "bundle")).sort()).toEqual([
+      "assets",
+      "fhirpath-trees.json",
+      "r4-definitions.json",
+      "uae-fhir-sandbox.mjs",
+    ]);
+    const files = readdirSync(app, { recursive: true, encoding: "utf8" });
+    expect(files.filter((f) => /\.(map|d\.ts|ts|tsx)$/.test(f))).toEqual([]);
+    expect(existsSync(join(app, "node_modules")), "no node_modules in the image").toBe(false);
+  });
+
+  it("CMD --version prints package.json's version (written into the bundle)", async () => {
+    const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { version: string };
+    const child = run([...cmd.slice(0, -1), "--version"], {});
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stdout.trim()).toBe(pkg.version);
+  });
+
+  it("CMD serves the dashboard: its page, the script and stylesheet that page loads, the docs and their images", async () => {
+    const server = run(cmd, { PORT: "0", HOST: "127.0.0.1" });
+    const [, url = ""] = await server.waitForOutput(LISTENING);
+    const page = await http(`${url}/__admin/ui/`);
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    // What the page loads, by its own (relative) addresses: the files the build wrote, byte for byte.
+    const loads = [...page.text.matchAll(/\b(?:href|src)="([^"]+\.(?:js|css))"/g)].map((m) => m[1] as string);
+    expect(loads.map((a) => basename(a)).sort()).toEqual(["dashboard.css", "dashboard.js"]);
+    for (const address of loads) {
+      const res = await http(new URL(address, `${url}/__admin/ui/`).href);
+      expect(res.status, address).toBe(200);
+      expect(res.text, address).toBe(readFileSync(`${ROOT}dist/ui/assets/${basename(address)}`, "utf8"));
+    }
+    // The README as the docs' first page, a guide, and an image a guide shows.
+    const readme = await http(`${url}/__admin/ui/docs/`);
+    expect(readme.status).toBe(200);
+    expect(readme.text).toContain('<h1 id="uae-fhir-sandbox">uae-fhir-sandbox</h1>');
+    const guide = await http(`${url}/__admin/ui/docs/dashboard`);
+    expect(guide.status).toBe(200);
+    const image = /<img src="(images\/[a-z0-9-]+\.png)"/.exec(guide.text)?.[1];
+    expect(image, "docs/dashboard.md shows a screenshot").toBeDefined();
+    const png = await fetch(new URL(image as string, `${url}/__admin/ui/docs/dashboard`));
+    expect(png.status).toBe(200);
+    expect(png.headers.get("content-type")).toBe("image/png");
+    expect((await png.arrayBuffer()).byteLength).toBeGreaterThan(0);
+    server.process.kill("SIGTERM");
+    expect(await server.waitForExit()).toEqual({ code: 0, signal: null });
+  });
+
+  it("CMD serves health and messages (R4 validation with FHIRPath, generated profiles), HEALTHCHECK follows it", async () => {
+    const server = run(cmd, { PORT: "0", HOST: "127.0.0.1" });
     const [, url = ""] = await server.waitForOutput(LISTENING);
     const health = await http(`${url}/__admin/health`);
     expect(health.status).toBe(200);
     expect(health.json).toMatchObject({ status: "ok" });
 
+    // A message the shipped scenarios do not script: answered by the built-in behaviour, generated profile and all.
+    const patient: Patient = {
+      resourceType: "Patient",
+      identifier: [{ system: "urn:ae:emirates-id", value: "784-1990-1234567-6" }],
+    };
+    const send = (bundle: Bundle) =>
+      http(`${url}${STANDARD}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: envelope(bundle),
+      });
+    const profile = await send(messageBundle("view-patient-profile", [patient]));
+    expect(profile.status).toBe(200);
+    expect(responseHeader(profile.json).response?.code).toBe("ok");
+    const generated = (profile.json as Bundle).entry?.filter((e) => e.resource?.resourceType === "AllergyIntolerance");
+    expect(generated?.length).toBeGreaterThan(0);
+
+    // ait-2 (R4 allergyintolerance.html#invariants): no clinicalStatus on an entered-in-error allergy. It is a
+    // FHIRPath invariant, so this answer needs fhirpath working inside the bundle.
+    const allergy: AllergyIntolerance = {
+      resourceType: "AllergyIntolerance",
+      clinicalStatus: {
+        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+      },
+      verificationStatus: {
+        coding: [
+          { system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification", code: "entered-in-error" },
+        ],
+      },
+      code: { text: "penicillin" },
+      patient: { reference: "Patient/1" },
+    };
+    const refused = await send(messageBundle("add-allergy", [allergy, patient], { focus: [0] }));
+    expect(refused.status).toBeGreaterThanOrEqual(400);
+    expect(refused.text).toContain("ait-2");
+
     const port = new URL(url).port;
-    const check = () => spawnCommand(argv(healthcheck.command), childEnv({ ...env, PORT: port })).waitForExit();
+    const check = () => run(healthcheck.command, { PORT: port }).waitForExit();
     expect(await check()).toEqual({ code: 0, signal: null });
 
     server.process.kill("SIGTERM");
     expect(await server.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(server.stdout).toContain("stopped");
     expect((await check()).code).toBe(1);
   });
 });

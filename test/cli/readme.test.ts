@@ -42,11 +42,15 @@ function heredocBundles(): Array<{ file: string; bundle: Bundle }> {
 }
 
 describe("README", () => {
-  it("states the two commands, and .ci/run runs exactly its test command", () => {
+  it("states the two commands, and .ci/run runs exactly its test command, then the other Node versions", () => {
     expect(README).toContain("npm ci && npm start");
     expect(README).toContain("npm ci && npm test");
-    const ci = readFileSync(`${ROOT}.ci/run`, "utf8").trim().split("\n").at(-1);
-    expect(ci).toBe("npm ci && npm test");
+    expect(README).toContain("npm run test:node-versions");
+    const commands = readFileSync(`${ROOT}.ci/run`, "utf8")
+      .split("\n")
+      .filter((line) => line !== "" && !line.startsWith("#"))
+      .slice(-2);
+    expect(commands).toEqual(["npm ci && npm test", "npm run test:node-versions"]);
   });
 
   it("lists exactly the serve flags in its options table, with their environment variables and defaults", () => {
@@ -90,7 +94,10 @@ describe("README", () => {
           ? { body: JSON.stringify({ timeoutMs: 0 }), headers: { "content-type": "application/json" } }
           : {}),
       });
-      const text = await res.text();
+      // An event stream never ends: its headers tell it is there.
+      const streams = res.headers.get("content-type")?.startsWith("text/event-stream");
+      if (streams) await res.body?.cancel();
+      const text = streams ? "" : await res.text();
       expect(text, `${method} ${path}`).not.toContain("No admin endpoint");
       expect(res.status, `${method} ${path}`).toBeLessThan(405);
     }
@@ -147,6 +154,7 @@ describe("README", () => {
     expect(docker).toContain("docker build -t uae-fhir-sandbox .");
     expect(docker).toContain('-v "$PWD/scenarios:/app/scenarios:ro"');
     expect(docker).toContain("/__admin/health");
-    expect(docker).toContain("npm ci --omit=dev");
+    expect(docker).toContain("podman build --format docker -t uae-fhir-sandbox .");
+    expect(docker).toContain("bash scripts/verify-image.sh");
   });
 });

@@ -1,12 +1,10 @@
-import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Bundle, MedicationRequest, Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { focusOf, responseHeader } from "../support/messages.js";
-import { type Received, startReceiver } from "../support/receiver.js";
+import { closedPort, type Received, startReceiver } from "../support/receiver.js";
 import { http, killStray, PROCESS_TIMEOUT_MS, runToExit, startCli } from "./cli-process.js";
 
 // Real processes and sockets: a `serve` child with fixture pharmacies whose endpoints are
@@ -70,16 +68,6 @@ async function outboundRecorded(url: string, count: number, token?: string) {
     headers: token ? { authorization: `Bearer ${token}` } : {},
   });
   return calls.json.calls as Array<{ target: string; attempt: number; response: { status: number } | null }>;
-}
-
-/** A port on 127.0.0.1 that nothing listens on (taken from the OS, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, "127.0.0.1");
-  await once(server, "listening");
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, "close");
-  return port;
 }
 
 const CREATED = /^Order (\S+) \((medication|device)\) created: open$/m;

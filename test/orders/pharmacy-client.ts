@@ -51,13 +51,12 @@ export function fromPharmacy(event: string, licence: string, resources: FhirReso
   });
 }
 
-/** subscribe-order-notifications with a rest-hook Subscription to `endpoint`. */
-export function subscribe(
-  app: Hono,
+/** subscribe-order-notifications with a rest-hook Subscription to `endpoint`, as a message. */
+export function subscriptionMessage(
   licence: string,
   endpoint: string,
   options: { headers?: string[]; status?: Subscription["status"] } = {},
-): Promise<Reply> {
+): Bundle {
   const subscription: Subscription = {
     resourceType: "Subscription",
     status: options.status ?? "requested",
@@ -70,7 +69,17 @@ export function subscribe(
       ...(options.headers ? { header: options.headers } : {}),
     },
   };
-  return post(app, messageBundle("subscribe-order-notifications", [subscription, pharmacyOrganization(licence)]));
+  return messageBundle("subscribe-order-notifications", [subscription, pharmacyOrganization(licence)]);
+}
+
+/** subscribe-order-notifications with a rest-hook Subscription to `endpoint`. */
+export function subscribe(
+  app: Hono,
+  licence: string,
+  endpoint: string,
+  options: { headers?: string[]; status?: Subscription["status"] } = {},
+): Promise<Reply> {
+  return post(app, subscriptionMessage(licence, endpoint, options));
 }
 
 /** Subscribes each pharmacy to its channel of `inbox`; fails the test unless each is active. */

@@ -275,7 +275,9 @@ describe("random envelopes never break the sandbox (CONTRACT §5)", () => {
       fc.asyncProperty(request, async (r) => {
         run++;
         const sandbox = sandboxes[r.app] as SandboxApp;
-        const lastId = Number(sandbox.journal.list({ limit: 1 })[0]?.id ?? 0);
+        // Ids are one sequence across workspaces; a raw path may start /w/{workspace} (CONTRACT §13).
+        const lastId = sandbox.journal.highestIdIssued;
+        const named = /^\/w\/([^/]*)/.exec(r.path.under ? "" : r.path.path)?.[1];
         const headers: Record<string, string> = {};
         if (r.contentType !== null) headers["content-type"] = r.contentType;
         const res = await sandbox.app.request(`${r.path.under ? sandbox.options.basePath : ""}${r.path.path}`, {
@@ -300,10 +302,17 @@ describe("random envelopes never break the sandbox (CONTRACT §5)", () => {
           expect(answer).toMatchObject({ resourceType: "Bundle", type: "message" });
           expect([200, 422]).toContain(res.status);
         }
-        // Journalled: exactly one new call (ids count up; the journal itself may drop old calls).
-        const [recorded] = sandbox.journal.list({ limit: 1 });
-        expect(Number(recorded?.id)).toBe(lastId + 1);
-        expect(recorded?.response?.status).toBe(res.status);
+        if (named !== undefined && !/^[a-z0-9-]{1,64}$/.test(named)) {
+          // No workspace by that name can exist: refused before any workspace journals it.
+          expect(res.status).toBe(400);
+          expect(sandbox.journal.highestIdIssued).toBe(lastId);
+        } else {
+          // Journalled in its workspace: exactly one new call (ids count up; the journal itself may drop old calls).
+          const journal = named === undefined ? sandbox.journal : sandbox.workspaces.find(named)?.journal;
+          const [recorded] = journal?.list({ limit: 1 }) ?? [];
+          expect(Number(recorded?.id)).toBe(lastId + 1);
+          expect(recorded?.response?.status).toBe(res.status);
+        }
 
         await expectAlive(sandbox, run);
       }),

@@ -65,7 +65,7 @@ describe("RuleSet: rules indexed by operation", () => {
     const twice = rule("twice", ["add-allergy", "add-allergy"]);
     expect(names(new RuleSet([twice]).candidates("add-allergy"))).toEqual(["twice"]);
 
-    const scenarios = new Scenarios(undefined, { now: () => new Date() });
+    const scenarios = new Scenarios();
     scenarios.add(
       "rules:\n  - { name: twice, when: { operation: [add-allergy, add-allergy] }, times: 1, respond: { builtIn: true } }\n",
     );
@@ -112,7 +112,7 @@ describe("a message never evaluates the rules of other operations", () => {
   });
 
   it("Scenarios.decide: 1,000 add-allergy rules are not evaluated for view-patient-profile, all are for add-allergy", () => {
-    const scenarios = new Scenarios(undefined, { now: () => new Date() });
+    const scenarios = new Scenarios();
     const yaml = `rules:\n${Array.from(
       { length: 1000 },
       (_, i) =>
@@ -173,7 +173,7 @@ describe("Scenarios.decide order and counting", () => {
   afterEach(() => vi.restoreAllMocks());
 
   it("runtime documents come first, in the order added; each call meets rules in order until one answers", () => {
-    const scenarios = new Scenarios(undefined, { now: () => new Date() });
+    const scenarios = new Scenarios();
     const first = scenarios.add(
       "rules:\n  - { name: first, when: { operation: add-task }, respond: { builtIn: true } }\n",
     );

@@ -52,6 +52,6 @@ export function loggedSandbox(
   const err = new LogOutput();
   const log = createRequestLog({ format: "json", level: "info", colours: false, ...settings }, { out, err });
   const sandbox = createApp({ pushBackoffMs: 1, ...options }, { ...deps, logger: log.logger });
-  log.observe(sandbox.events);
+  log.observe(sandbox.sandboxEvents);
   return { sandbox, log, out, err };
 }

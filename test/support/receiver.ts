@@ -134,13 +134,18 @@ function respond(res: ServerResponse, reply: ReceiverReply): void {
   });
 }
 
-/** An http URL on 127.0.0.1 where nothing listens (a port opened and closed): connections are refused. */
-export async function refusedUrl(): Promise<string> {
+/** A port on 127.0.0.1 that nothing listens on (taken from the OS, then released): for a server to start on, or to be refused. */
+export async function closedPort(): Promise<number> {
   const server = createServer();
   server.listen(0, "127.0.0.1");
   await once(server, "listening");
   const { port } = server.address() as AddressInfo;
   server.close();
   await once(server, "close");
-  return `http://127.0.0.1:${port}/fhir-hook`;
+  return port;
+}
+
+/** An http URL on 127.0.0.1 where nothing listens (a port opened and closed): connections are refused. */
+export async function refusedUrl(): Promise<string> {
+  return `http://127.0.0.1:${await closedPort()}/fhir-hook`;
 }

@@ -1,9 +1,0 @@
-import { z } from "zod";
-
-/** The workspace of callers that name none: today's single-user sandbox (CONTRACT §13). */
-export const DEFAULT_WORKSPACE = "default";
-
-export const WORKSPACE_NAME_RULE = "a workspace name: 1 to 64 lower-case letters, digits or hyphens";
-
-/** A workspace name (CONTRACT §13): lower-case letters, digits and hyphens, 1 to 64 of them. */
-export const workspaceName = z.string().regex(/^[a-z0-9-]{1,64}$/, WORKSPACE_NAME_RULE);

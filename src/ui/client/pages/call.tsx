@@ -1,0 +1,343 @@
+import { useState } from "hono/jsx/dom";
+import { apiFetch, pageUrl, post } from "../api.js";
+import {
+  Badge,
+  CopyButton,
+  DataTable,
+  ErrorNote,
+  Facts,
+  Loading,
+  Problem,
+  toneOfCode,
+  toneOfStatus,
+} from "../components/common.js";
+import { FhirView, issueAnchor } from "../components/fhir-view.js";
+import { curlCommand } from "../curl.js";
+import { ms, patientPath, when } from "../format.js";
+import type { PageProps } from "../main.js";
+import type { CallDetail, RuleOutcome } from "../types.js";
+import { useData } from "../use-data.js";
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** A body as recorded → what to show: the message Bundle inside an envelope, else the body itself. */
+function unwrap(body: unknown): { value: unknown; enveloped: boolean } {
+  if (isObject(body) && typeof body.content === "string") {
+    try {
+      return { value: JSON.parse(body.content), enveloped: true };
+    } catch {
+      // Not JSON inside: shown as it came.
+    }
+  }
+  return { value: body, enveloped: false };
+}
+
+const bodyText = (body: unknown) => (body === null ? "" : typeof body === "string" ? body : JSON.stringify(body));
+
+function Headers({ headers }: { headers: Record<string, string> }) {
+  return (
+    <table class="headers">
+      <caption class="visually-hidden">Headers</caption>
+      <tbody>
+        {Object.entries(headers).map(([name, value]) => (
+          <tr>
+            <th scope="row">{name}</th>
+            <td>{value}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function Body({
+  body,
+  prefix,
+  marks,
+}: {
+  body: unknown;
+  prefix: string;
+  marks?: Array<{ issue: number; locations: CallDetail["issues"][number]["locations"] }>;
+}) {
+  if (body === null || body === "") return <p class="muted">No body.</p>;
+  const { value, enveloped } = unwrap(body);
+  if (typeof value === "string") return <pre class="raw">{value}</pre>;
+  return (
+    <>
+      {enveloped ? <p class="muted">The message Bundle inside the envelope's content:</p> : null}
+      <FhirView value={value} prefix={prefix} marks={marks ?? []} />
+    </>
+  );
+}
+
+/** The patients a request message is about: its Patient entries' identifiers. */
+function patientKeys(body: unknown): string[] {
+  const { value } = unwrap(body);
+  if (!isObject(value) || !Array.isArray(value.entry)) return [];
+  return value.entry.flatMap((e) => {
+    const r = isObject(e) ? e.resource : undefined;
+    if (!isObject(r) || r.resourceType !== "Patient" || !Array.isArray(r.identifier)) return [];
+    return r.identifier.flatMap((i) =>
+      isObject(i) && typeof i.value === "string" ? [`${typeof i.system === "string" ? i.system : ""}|${i.value}`] : [],
+    );
+  });
+}
+
+/** Resources of an answer other than its MessageHeader and OperationOutcome: what was stored or found. */
+function answeredResources(body: unknown): Array<{ index: number; type: string; id: string; version?: string }> {
+  const { value } = unwrap(body);
+  if (!isObject(value) || !Array.isArray(value.entry)) return [];
+  return value.entry.flatMap((e, index) => {
+    const r = isObject(e) ? e.resource : undefined;
+    if (!isObject(r) || r.resourceType === "MessageHeader" || r.resourceType === "OperationOutcome") return [];
+    const meta = isObject(r.meta) ? r.meta : {};
+    return [
+      {
+        index,
+        type: String(r.resourceType),
+        id: String(r.id ?? ""),
+        ...(typeof meta.versionId === "string" ? { version: meta.versionId } : {}),
+      },
+    ];
+  });
+}
+
+function Decision({ call }: { call: CallDetail }) {
+  const rules: RuleOutcome[] = call.explanation.rules ?? [];
+  return (
+    <section aria-labelledby="decision">
+      <h2 id="decision">Rule decision</h2>
+      <p>{call.explanation.summary}</p>
+      {call.explanation.otherOperations ? (
+        <p class="muted">
+          {call.explanation.otherOperations} rule{call.explanation.otherOperations === 1 ? "" : "s"} of other operations
+          were not tried.
+        </p>
+      ) : null}
+      {rules.length > 0 ? (
+        <DataTable
+          caption={<>Scenario rules this message met, and their outcome</>}
+          columns={["Rule", "Where", "Outcome", "Why"]}
+        >
+          {rules.map((r) => (
+            <tr>
+              <td>{r.rule}</td>
+              <td>
+                {r.source}:{r.line}
+              </td>
+              <td>
+                <Badge tone={r.outcome === "answered" ? "good" : r.outcome === "not-matched" ? "warn" : undefined}>
+                  {r.outcome}
+                </Badge>
+              </td>
+              <td>{describeReason(r)}</td>
+            </tr>
+          ))}
+        </DataTable>
+      ) : null}
+    </section>
+  );
+}
+
+/** A near miss in words: the condition that failed and what the message had, or why a matching rule did not answer. */
+const describeReason = (rule: RuleOutcome): string =>
+  [rule.failed, rule.note].filter(Boolean).join("; ") || (rule.outcome === "answered" ? "it matched" : "—");
+
+function Issues({ call }: { call: CallDetail }) {
+  if (call.issues.length === 0) return null;
+  return (
+    <section aria-labelledby="issues">
+      <h2 id="issues">Issues ({call.issues.length})</h2>
+      <ol class="issues">
+        {call.issues.map((issue, i) => (
+          <li>
+            <Badge tone={issue.severity === "warning" || issue.severity === "information" ? "warn" : "bad"}>
+              {issue.severity ?? "issue"}
+            </Badge>{" "}
+            <code>{issue.code}</code> {issue.diagnostics}
+            {issue.expression.length > 0 ? (
+              <>
+                {" "}
+                at <code>{issue.expression.join(", ")}</code>{" "}
+                {issue.locations.length > 0 ? (
+                  <a href={`#${issueAnchor("request", i + 1)}`}>show issue {i + 1} in the request</a>
+                ) : (
+                  <span class="muted">(not found in the request)</span>
+                )}
+              </>
+            ) : null}
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+function Actions({ call }: { call: CallDetail }) {
+  const [yaml, setYaml] = useState<string | null>(null);
+  const [problem, setProblem] = useState("");
+  const [resent, setResent] = useState<{ callId: string | null; status: number } | null>(null);
+  const [newId, setNewId] = useState(true);
+  const curl = curlCommand(call.request, bodyText(call.request.body), location.origin);
+  const exportRule = async () => {
+    try {
+      setYaml(await (await apiFetch(`calls/export?format=scenario&id=${encodeURIComponent(call.id)}`)).text());
+    } catch (e) {
+      setProblem((e as Error).message);
+    }
+  };
+  const resend = async () => {
+    try {
+      setResent(await post(`calls/${encodeURIComponent(call.id)}/resend`, { newMessageId: newId }));
+    } catch (e) {
+      setProblem((e as Error).message);
+    }
+  };
+  const download = yaml === null ? "" : URL.createObjectURL(new Blob([yaml], { type: "application/yaml" }));
+  return (
+    <section aria-labelledby="actions">
+      <h2 id="actions">Actions</h2>
+      <details class="action">
+        <summary>Copy as curl</summary>
+        <figure>
+          <figcaption class="visually-hidden">curl command</figcaption>
+          <pre class="raw">{curl}</pre>
+        </figure>
+        <CopyButton text={curl} label="Copy the curl command" />
+      </details>
+      {call.direction === "inbound" ? (
+        <div class="action">
+          <label>
+            <input
+              type="checkbox"
+              checked={newId}
+              onChange={(e: Event) => setNewId((e.target as HTMLInputElement).checked)}
+            />{" "}
+            with a new MessageHeader id (else the sandbox answers it as a resend)
+          </label>{" "}
+          <button type="button" onClick={resend}>
+            Resend
+          </button>
+          {resent ? (
+            <p role="status">
+              Sent again: answered {resent.status}
+              {resent.callId ? (
+                <>
+                  {" "}
+                  as <a href={pageUrl(`calls/${resent.callId}`)}>call {resent.callId}</a>
+                </>
+              ) : null}
+              .
+            </p>
+          ) : null}
+        </div>
+      ) : null}
+      <div class="action">
+        <button type="button" onClick={exportRule}>
+          Turn into a scenario rule
+        </button>
+        {yaml !== null ? (
+          <>
+            <figure>
+              <figcaption>Scenario rule (YAML)</figcaption>
+              <pre class="raw">{yaml}</pre>
+            </figure>
+            <CopyButton text={yaml} label="Copy the YAML" />{" "}
+            <a href={download} download={`call-${call.id}.yaml`}>
+              Download call-{call.id}.yaml
+            </a>
+          </>
+        ) : null}
+      </div>
+      <Problem message={problem} />
+    </section>
+  );
+}
+
+/** One call: what came, what went back, why, and what to do with it. */
+export function CallPage({ param }: PageProps) {
+  const { data: call, error } = useData<CallDetail>(`calls/${encodeURIComponent(param)}`);
+  if (error) return <ErrorNote error={error} />;
+  if (!call) return <Loading />;
+  const marks = call.issues.map((issue, i) => ({ issue: i + 1, locations: issue.locations }));
+  const patients = patientKeys(call.request.body);
+  const resources = call.response ? answeredResources(call.response.body) : [];
+  return (
+    <>
+      <Facts
+        items={[
+          ["Time", when(call.at)],
+          ["Direction", call.direction],
+          ["Operation", call.operation ?? "not told"],
+          ["Request", `${call.request.method} ${call.target ?? call.request.path}`],
+          [
+            "Status",
+            <Badge tone={toneOfStatus(call.response?.status ?? null)}>
+              {call.response?.status ?? call.error ?? "no answer"}
+            </Badge>,
+          ],
+          ["Response code", responseCodeOf(call)],
+          ["Rule", call.rule ?? "none"],
+          ["Duration", ms(call.durationMs)],
+          ["Message id", call.messageId ?? "—"],
+          ...(call.attempt ? ([["Attempt", String(call.attempt)]] as Array<[string, string]>) : []),
+          ...(call.duplicate
+            ? ([["Resend", "yes: the first answer was returned again"]] as Array<[string, string]>)
+            : []),
+          ...(call.fault ? ([["Fault", call.fault]] as Array<[string, string]>) : []),
+          ...(call.upstream ? ([["Upstream", call.upstream]] as Array<[string, string]>) : []),
+        ]}
+      />
+      {patients.length > 0 || resources.length > 0 ? (
+        <section aria-labelledby="resources">
+          <h2 id="resources">Resources</h2>
+          <ul>
+            {resources.map((r) => (
+              <li>
+                In the answer: <a href={`#answer-entry-${r.index}`}>{`${r.type}/${r.id}`}</a>
+                {r.version ? ` (stored, version ${r.version})` : ""}
+              </li>
+            ))}
+            {patients.map((key) => (
+              <li>
+                Patient <a href={pageUrl(patientPath(key))}>{key}</a>: profile as the sandbox holds it now
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+      <Actions call={call} />
+      <Decision call={call} />
+      <Issues call={call} />
+      <section aria-labelledby="request">
+        <h2 id="request">Request</h2>
+        <h3>Headers</h3>
+        <Headers headers={call.request.headers} />
+        <h3>Body</h3>
+        <Body body={call.request.body} prefix="request" marks={marks} />
+      </section>
+      <section aria-labelledby="answer">
+        <h2 id="answer">Answer</h2>
+        {call.response ? (
+          <>
+            <h3>Headers</h3>
+            <Headers headers={call.response.headers} />
+            <h3>Body</h3>
+            <Body body={call.response.body} prefix="answer" />
+          </>
+        ) : (
+          <p>No answer: {call.error ?? "the call got none"}.</p>
+        )}
+      </section>
+    </>
+  );
+}
+
+function responseCodeOf(call: CallDetail) {
+  const { value } = unwrap(call.response?.body ?? null);
+  const header =
+    isObject(value) && Array.isArray(value.entry) && isObject(value.entry[0]) ? value.entry[0].resource : null;
+  const code = isObject(header) && isObject(header.response) ? header.response.code : null;
+  return typeof code === "string" ? <Badge tone={toneOfCode(code)}>{code}</Badge> : "—";
+}

@@ -1,0 +1,219 @@
+import type { SandboxDeps } from "../app.js";
+import type { SandboxOptions } from "../config/options.js";
+import type { YamlProblem } from "../config/yaml-file.js";
+import { SandboxEvents } from "../events.js";
+import { builtInHandlers } from "../handlers/built-in.js";
+import { drugOrderHandlers } from "../handlers/drug-orders.js";
+import type { HandlerTable } from "../handlers/handler.js";
+import type { CallIds } from "../journal/call-ids.js";
+import { Journal } from "../journal/journal.js";
+import type { Redaction } from "../journal/redact.js";
+import type { SandboxLogger } from "../log/logger.js";
+import { OrderWorkflow } from "../orders/order-workflow.js";
+import { PharmacyRegistry } from "../orders/pharmacy-registry.js";
+import { ScheduledPushes } from "../orders/scheduled-pushes.js";
+import { createMessagePipeline, type MessagePipeline, type StoredAnswer } from "../pipeline/process-message.js";
+import { ReplayCache } from "../pipeline/replay-cache.js";
+import type { PushDispatcher } from "../push/dispatcher.js";
+import type { Catalogue } from "../routing/catalogue.js";
+import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
+import type { LoadedScenario } from "../scenarios/load.js";
+import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
+import { Scenarios } from "../scenarios/scenarios.js";
+import type { ProfileCache } from "../store/profile-cache.js";
+import { SandboxStore } from "../store/sandbox-store.js";
+import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
+import { workspacePrefix } from "./workspace-name.js";
+
+/** Most processed answers remembered for resent message ids, per workspace. */
+const REPLAY_LIMIT = 2_000;
+
+/**
+ * What every workspace is built from and shares, read-only: the options,
+ * the outside world, the catalogue, the scenario files, and the process-wide
+ * parts (push slots, journal ids, the sandbox-wide event bus).
+ */
+export interface WorkspaceShared {
+  options: SandboxOptions;
+  deps: Pick<SandboxDeps, "now" | "newId" | "random" | "fetch" | "handlers">;
+  logger: SandboxLogger;
+  catalogue: Catalogue;
+  folder: ScenarioFolder;
+  dispatcher: PushDispatcher;
+  callIds: CallIds;
+  redaction: Redaction;
+  /** The sandbox-wide bus: each workspace passes on its recorded calls and order changes. */
+  events: SandboxEvents;
+  /** Generated patient profiles, one copy for every workspace. */
+  profiles: ProfileCache;
+  /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
+  publicUrl(): string;
+  /** A workspace's own seed (the clients file), if it has one; else --seed. */
+  seedOf?(workspace: string): string | undefined;
+}
+
+/** What a workspace holds, counted: for health, the workspaces list and its memory estimate. */
+export interface WorkspaceCounts extends MemoryFigures {
+  pharmacies: number;
+}
+
+/**
+ * One isolated sandbox state (CONTRACT §13): patients and records, tasks,
+ * pharmacies, orders and their numbering, the journal, the duplicate-message
+ * memory, runtime rules and hit counts, scheduled pushes. Nothing in it is
+ * reachable from another workspace.
+ */
+export interface Workspace {
+  readonly id: string;
+  /** The path prefix that leads into it: "" for default, /w/{id} for the others. */
+  readonly prefix: string;
+  readonly seed: string;
+  readonly createdAt: Date;
+  /** When a request last acted in it. */
+  lastUsedAt: Date;
+  /** Its own events: its journal, waiters and order observers listen here. */
+  readonly events: SandboxEvents;
+  readonly journal: Journal;
+  readonly store: SandboxStore;
+  readonly pharmacies: PharmacyRegistry;
+  readonly scenarios: Scenarios;
+  readonly orders: OrderWorkflow;
+  /** Its message pipeline: the built-in behaviour bound to its state. */
+  readonly processMessage: MessagePipeline;
+  /** Loads the fixtures of scenarios added at run time. */
+  applyFixtures(scenarios: readonly LoadedScenario[]): void;
+  /** The shared scenario files were loaded again (or refused): the patients their rules name stay pinned; its observers hear of it. */
+  filesReloaded(result: { ok: boolean; problems: YamlProblem[] }): void;
+  /** State back to fixtures, journal, duplicate memory and rule counters cleared (POST /__admin/reset). */
+  reset(): void;
+  counts(): WorkspaceCounts;
+  /** An estimate of the heap its state takes, from its counts (docs/benchmarks.md measures the figures). */
+  memoryEstimate(): number;
+  /** Stops its timers (order deadlines, scheduled pushes); it takes no more requests. */
+  close(): void;
+}
+
+/**
+ * Builds a workspace from the shared, read-only parts: one or a thousand
+ * are the same code. It starts as the sandbox starts: fixtures loaded,
+ * `on: start` scenario pushes scheduled.
+ *
+ * @example
+ *   const team = createWorkspace("team-a", shared);
+ *   await team.processMessage({ path, headers, body, endpoint, fhirBase });
+ */
+export function createWorkspace(id: string, shared: WorkspaceShared): Workspace {
+  const { options, deps, logger, catalogue } = shared;
+  const seed = shared.seedOf?.(id) ?? options.seed;
+  const prefix = workspacePrefix(id);
+  const createdAt = deps.now();
+
+  // Passes recorded calls and order changes on: what the whole sandbox observes (the journal file) hears every workspace.
+  const events = new SandboxEvents(shared.events);
+
+  const journal = new Journal({ maxCalls: options.journalLimit, maxBytes: options.journalMaxBytes }, events, {
+    ids: shared.callIds,
+    redaction: shared.redaction,
+    workspace: id,
+  });
+  // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
+  // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
+  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT), {
+    maxChars: options.journalMaxBytes,
+    sizeOf: (answer) => answer.body.length + ("text" in answer.identity ? answer.identity.text.length : 0),
+  });
+  const store = new SandboxStore(
+    { seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId, profiles: shared.profiles },
+    { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
+  );
+  const pharmacies = new PharmacyRegistry();
+  const scenarios = new Scenarios(shared.folder);
+  const orders = new OrderWorkflow({
+    seed,
+    emiratesIdSystem: options.emiratesIdSystem,
+    confirmDeadlineMs: options.confirmDeadlineMs,
+    allocation: options.allocation,
+    now: deps.now,
+    newId: deps.newId,
+    store,
+    pharmacies,
+    dispatcher: shared.dispatcher,
+    events,
+    logger,
+    sandboxUrl: () => `${shared.publicUrl()}${prefix}${options.basePath}`,
+  });
+  const pushes = new ScheduledPushes(orders, logger);
+  const handlers: HandlerTable = {
+    ...builtInHandlers,
+    ...drugOrderHandlers({
+      workflow: orders,
+      pharmacies,
+      pushAllow: options.pushAllow,
+      onSubscribed: (licence) => pushes.subscribed(licence),
+    }),
+    ...deps.handlers,
+  };
+  const processMessage = createMessagePipeline(
+    { ...options, proxy: options.proxy !== undefined },
+    { ...deps, handlers, catalogue, replays, store, scenarios },
+  );
+
+  const pinRulePatients = () => store.pinKeys(rulePatientKeys(scenarios.scenarios));
+  const fixtures = (list: readonly LoadedScenario[]) => {
+    // Runtime scenarios (POST /__admin/scenarios) may name patients too; reset cleared the pins.
+    pinRulePatients();
+    applyFixtures(list, { store, pharmacies, seed, emiratesIdSystem: options.emiratesIdSystem });
+  };
+  fixtures(scenarios.fixtureOrder);
+  pushes.start(scenarios.scenarios);
+
+  const counts = (): WorkspaceCounts => {
+    const held = store.counts();
+    return {
+      calls: journal.size,
+      journalBytes: journal.bytes,
+      patients: held.patients,
+      records: held.records,
+      orders: orders.count,
+      runtimeRules: scenarios.runtimeRules,
+      pharmacies: pharmacies.size,
+    };
+  };
+
+  return {
+    id,
+    prefix,
+    seed,
+    createdAt,
+    lastUsedAt: createdAt,
+    events,
+    journal,
+    store,
+    pharmacies,
+    scenarios,
+    orders,
+    processMessage,
+    applyFixtures: fixtures,
+    filesReloaded(result) {
+      if (result.ok) pinRulePatients();
+      events.emit("scenarios:loaded", result);
+    },
+    reset() {
+      pushes.stop();
+      orders.clear();
+      journal.clear();
+      replays.clear();
+      store.clear();
+      pharmacies.clear();
+      fixtures(scenarios.fixtureOrder);
+      scenarios.resetCounters();
+      pushes.start(scenarios.scenarios);
+    },
+    counts,
+    memoryEstimate: () => workspaceBytes(counts()),
+    close() {
+      pushes.stop();
+      orders.clear();
+    },
+  };
+}
