@@ -1,4 +1,5 @@
 import type { Context } from "hono";
+import { callState } from "../http/call-state.js";
 import type { EdgeEnv } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { REDACTED } from "../journal/redact.js";
@@ -39,7 +40,7 @@ function tokenJson(
   headers: Record<string, string> = {},
 ) {
   const text = JSON.stringify(body);
-  c.set("responseText", "access_token" in body ? JSON.stringify({ ...body, access_token: REDACTED }) : text);
+  callState(c).responseText = "access_token" in body ? JSON.stringify({ ...body, access_token: REDACTED }) : text;
   return new Response(text, {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...NO_STORE, ...headers },
@@ -109,10 +110,9 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
     if (!read.ok)
       return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
     const params = new URLSearchParams(read.text);
-    c.set(
-      "bodyText",
-      [...params].map(([k, v]) => `${k}=${SECRET_PARAMS.has(k) ? REDACTED : encodeURIComponent(v)}`).join("&"),
-    );
+    callState(c).bodyText = [...params]
+      .map(([k, v]) => `${k}=${SECRET_PARAMS.has(k) ? REDACTED : encodeURIComponent(v)}`)
+      .join("&");
 
     const repeated = [...new Set([...params.keys()].filter((k, i, all) => all.indexOf(k) !== i))];
     if (repeated.length > 0) {

@@ -1,5 +1,7 @@
 import type { Context } from "hono";
 import type { RuleTrace } from "../scenarios/scenarios.js";
+import type { EdgeEnv } from "./fhir-response.js";
+import { type RequestHeaders, requestHeaders } from "./request-headers.js";
 
 /**
  * What the edge learns about one inbound call while answering it, for the
@@ -34,10 +36,12 @@ export interface CallState {
   answered: { response: Response; headers: Record<string, string> } | undefined;
   /** The request URL, parsed once. */
   url: URL | undefined;
+  /** The request's headers, read once (requestHeaders). */
+  headers: RequestHeaders;
 }
 
 /** A call's state at its start. */
-export function newCallState(id: string, at: Date): CallState {
+export function newCallState(id: string, at: Date, headers: RequestHeaders): CallState {
   return {
     id,
     at,
@@ -54,25 +58,13 @@ export function newCallState(id: string, at: Date): CallState {
     trace: undefined,
     answered: undefined,
     url: undefined,
+    headers,
   };
 }
 
-/** The context variables of the edge. */
-export interface EdgeVariables {
-  /** The call being recorded; absent on paths the recorder does not wrap (the admin API). */
-  call: CallState | undefined;
-}
-
-/** The Node adapter's bindings, when a real socket serves the request (absent in-process). */
-export interface EdgeBindings {
-  incoming?: import("node:http").IncomingMessage;
-}
-
-export type EdgeEnv = { Variables: EdgeVariables; Bindings: EdgeBindings };
-
 /** The recorded call's state, or a detached one where nothing records (its values then go nowhere). */
 export function callState(c: Context<EdgeEnv>): CallState {
-  return c.get("call") ?? newCallState("", new Date(0));
+  return c.get("call") ?? newCallState("", new Date(0), requestHeaders(c));
 }
 
 /** The request URL, parsed once per call. */

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Context } from "hono";
 import type { Fault } from "../scenarios/schema.js";
+import { callState } from "./call-state.js";
 import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
 
 /** Longest a `timeout` fault holds a connection the client never gives up on. */
@@ -53,14 +54,14 @@ export async function stageFault(
   status: number,
   headers: Record<string, string>,
 ): Promise<Response> {
-  c.set("fault", fault);
+  callState(c).fault = fault;
   const socket = c.env?.incoming?.socket;
   switch (fault) {
     case "empty-body":
       return new Response(null, { status, headers: { "content-type": FHIR_JSON, ...headers } });
     case "malformed-json": {
       const text = '{"resourceType":"Bundle","type":"message","entry":[{"fullUrl":"urn:uuid:';
-      c.set("responseText", text);
+      callState(c).responseText = text;
       return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
     }
     case "timeout":

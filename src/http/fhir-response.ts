@@ -1,8 +1,10 @@
 import type { Context } from "hono";
 import type { Access } from "../auth/bearer.js";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
-import type { RuleTrace } from "../scenarios/scenarios.js";
+import { HEADER_NAME } from "../journal/redact.js";
 import type { Workspace } from "../workspace/workspace.js";
+import type { CallState } from "./call-state.js";
+import { httpTrim } from "./request-headers.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 
@@ -14,30 +16,13 @@ export interface EdgeVariables {
   workspacePrefix: string;
   /** With --auth oauth2, on a message path: who the token speaks for, or why it is refused. */
   access: Access | undefined;
-  /** The journal call this request becomes: id reserved at its start, and the start. */
-  call: { id: string; at: Date };
-  bodyText: string;
-  responseText: string;
-  /** The request body parsed as JSON (the pipeline read it), for the journal. */
-  requestJson: boolean;
-  /** responseText is JSON the sandbox serialized, for the journal. */
-  responseJson: boolean;
-  operation: string | null;
-  messageId: string | null;
-  duplicate: boolean;
-  /** The scenario rule that answered. */
-  rule: string | null;
-  /** A scripted transport fault, staged instead of an answer. */
-  fault: string | null;
-  /** With --proxy: where the call was forwarded. */
-  upstream: string | null;
-  /** How the scenario rules decided, when consulted: kept with the call, to explain it on request. */
-  trace: RuleTrace | undefined;
+  /** The call being recorded, filled in as it goes; absent where nothing records (the admin API). */
+  call: CallState | undefined;
 }
 
 /** The Node adapter's bindings, when a real socket serves the request (absent in-process). */
 export interface EdgeBindings {
-  incoming?: { socket?: import("node:net").Socket };
+  incoming?: { socket?: import("node:net").Socket; rawHeaders?: string[] };
 }
 
 export type EdgeEnv = { Variables: EdgeVariables; Bindings: EdgeBindings };
@@ -55,9 +40,48 @@ export function fhirResponse(
   serialized?: string,
 ): Response {
   const text = serialized ?? JSON.stringify(body);
-  c.set("responseText", text);
-  c.set("responseJson", true);
-  return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
+  const plain = { "content-type": FHIR_JSON, ...headers };
+  const call = c.get("call");
+  if (!call) return new Response(text, { status, headers: plain });
+  call.responseText = text;
+  call.responseJson = true;
+  const all = withCallHeaders(plain, call.id, call.rule);
+  if (!all) return new Response(text, { status, headers: plain });
+  const response = new Response(text, { status, headers: all });
+  call.answered = { response, headers: all };
+  return response;
+}
+
+/** Header values `Headers` refuses: the recorder then sets its headers as before (and meets the same error). */
+const BAD_VALUE = /[\0\r\n]/;
+
+/**
+ * An answer's headers as a web `Headers` would hold them once the recorder had set X-Sandbox-Call-Id and
+ * X-Sandbox-Rule (CONTRACT §5): names lower-cased and in name order, values trimmed, a name given in two cases
+ * joined with ", ". As a plain object the Node adapter writes them without building a `Headers`. Undefined when a
+ * name or value is one `Headers` would refuse.
+ */
+function withCallHeaders(
+  headers: Record<string, string>,
+  callId: string,
+  rule: string | null,
+): Record<string, string> | undefined {
+  const merged: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(headers)) {
+    const value = httpTrim(raw);
+    if (!HEADER_NAME.test(name) || BAD_VALUE.test(value)) return undefined;
+    const key = name.toLowerCase();
+    merged[key] = merged[key] === undefined ? value : `${merged[key]}, ${value}`;
+  }
+  merged["x-sandbox-call-id"] = callId;
+  if (rule) {
+    const value = httpTrim(rule);
+    if (BAD_VALUE.test(value)) return undefined;
+    merged["x-sandbox-rule"] = value;
+  }
+  const sorted: Record<string, string> = {};
+  for (const key of Object.keys(merged).sort()) sorted[key] = merged[key] as string;
+  return sorted;
 }
 
 /** A bare OperationOutcome: the answer to a message that was not processed. */

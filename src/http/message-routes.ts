@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { issue } from "../fhir/outcome.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
+import { callState, requestUrl } from "./call-state.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
@@ -41,7 +42,8 @@ export function mountMessageRoutes(
           { allow: "POST" },
         );
       }
-      const read = await readBody(c.req.raw, options.maxBody);
+      const call = callState(c);
+      const read = await readBody(c.req.raw, options.maxBody, call.headers.get("content-length"));
       if (!read.ok && !read.tooLarge) return outcomeResponse(c, 408, [issue("timeout", incompleteBody(read.error))]);
       if (!read.ok) {
         return outcomeResponse(c, 413, [
@@ -51,25 +53,25 @@ export function mountMessageRoutes(
           ),
         ]);
       }
-      c.set("bodyText", read.text);
+      call.bodyText = read.text;
       const access = c.get("access");
       // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
-      const base = `${new URL(c.req.url).origin}${c.get("workspacePrefix")}${options.basePath}`;
+      const base = `${requestUrl(c, call).origin}${c.get("workspacePrefix")}${options.basePath}`;
       const answer = await c.get("workspace").processMessage({
         path,
-        headers: c.req.raw.headers,
+        headers: call.headers,
         body: read.text,
         endpoint: `${base}${path}`,
         fhirBase: `${base}${STANDARD_FHIR_BASE}`,
-        call: c.get("call"),
+        call,
         ...(access ? { access } : {}),
       });
-      c.set("requestJson", answer.requestJson === true);
-      c.set("operation", answer.operation);
-      c.set("messageId", answer.messageId);
-      c.set("duplicate", answer.duplicate);
-      c.set("rule", answer.rule);
-      c.set("trace", answer.trace);
+      call.requestJson = answer.requestJson === true;
+      call.operation = answer.operation;
+      call.messageId = answer.messageId;
+      call.duplicate = answer.duplicate;
+      call.rule = answer.rule;
+      call.trace = answer.trace;
       await delay(c, answer.delayMs);
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {

@@ -1,5 +1,6 @@
 import type { Context } from "hono";
 import { issue } from "../fhir/outcome.js";
+import { callState } from "./call-state.js";
 import { type EdgeEnv, outcomeResponse } from "./fhir-response.js";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus ones fetch sets itself. */
@@ -43,7 +44,7 @@ export async function forwardToUpstream(
   fetchImpl: typeof fetch,
 ): Promise<Response> {
   const target = `${upstream.replace(/\/+$/, "")}${path}`;
-  c.set("upstream", target);
+  callState(c).upstream = target;
   let res: Response;
   try {
     res = await fetchImpl(target, {
@@ -60,6 +61,6 @@ export async function forwardToUpstream(
     ]);
   }
   const text = await res.text();
-  c.set("responseText", text);
+  callState(c).responseText = text;
   return new Response(text, { status: res.status, headers: forwardable(res.headers) });
 }

@@ -36,9 +36,15 @@ export async function readCapped(
 /**
  * Reads a request body as UTF-8 text, giving up as soon as it passes
  * `limit` bytes (a declared Content-Length over the limit is refused unread).
+ * `contentLength`: the request's Content-Length, when the caller has read its headers already (reading
+ * `request.headers` would make the Node adapter build a web `Headers`).
  */
-export async function readBody(request: Request, limit: number): Promise<BodyRead> {
-  const length = request.headers.get("content-length");
+export async function readBody(
+  request: Request,
+  limit: number,
+  contentLength: string | null = request.headers.get("content-length"),
+): Promise<BodyRead> {
+  const length = contentLength;
   const declared = length === null ? Number.NaN : Number(length);
   if (Number.isFinite(declared) && declared > limit) return { ok: false, tooLarge: true, limit };
   try {

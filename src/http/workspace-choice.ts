@@ -5,6 +5,7 @@ import { issue, operationOutcome } from "../fhir/outcome.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
+import { requestHeader } from "./request-headers.js";
 
 /** The header that names a workspace when the path does not (CONTRACT §13). */
 export const WORKSPACE_HEADER = "X-Sandbox-Workspace";
@@ -55,7 +56,7 @@ export interface WorkspaceChoiceDeps {
 export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
     const inPath = prefixed(getPath(c.req.raw));
-    const inHeader = c.req.header(WORKSPACE_HEADER);
+    const inHeader = requestHeader(c, WORKSPACE_HEADER);
     const named =
       inPath !== undefined
         ? { name: inPath, via: `The path prefix /w/${inPath}` }
@@ -68,7 +69,7 @@ export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<Ed
     let chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
     let access: Access | undefined;
     if (deps.authenticate && deps.isMessagePath(c.req.path)) {
-      access = await deps.authenticate(c.req.header("authorization"));
+      access = await deps.authenticate(requestHeader(c, "authorization"));
       if (access.ok) {
         const { clientId, workspace } = access.principal;
         if (named && named.name !== workspace) access = mismatch(clientId, workspace, named);

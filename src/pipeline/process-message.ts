@@ -6,6 +6,7 @@ import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
+import type { RequestHeaders } from "../http/request-headers.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
@@ -21,7 +22,7 @@ import type { ReplayCache } from "./replay-cache.js";
 export interface InboundMessage {
   /** Path without the base path, e.g. /uae-fhir/r4/$process-message. */
   path: string;
-  headers: Headers;
+  headers: RequestHeaders;
   body: string;
   /** Absolute URL the message was sent to (the response's source.endpoint). */
   endpoint: string;

@@ -70,7 +70,12 @@ function rawPost(url: string, path: string, body: string): Promise<{ status: str
         resolve({ status, headers });
       });
       socket.on("error", reject);
-      const lines = [`POST ${path} HTTP/1.1`, ...REQUEST_LINES, "Connection: keep-alive", `Content-Length: ${Buffer.byteLength(body)}`];
+      const lines = [
+        `POST ${path} HTTP/1.1`,
+        ...REQUEST_LINES,
+        "Connection: keep-alive",
+        `Content-Length: ${Buffer.byteLength(body)}`,
+      ];
       socket.write(`${lines.join("\r\n")}\r\n\r\n${body}`);
     }),
     "the answer's headers",
