@@ -54,7 +54,12 @@ const RECORDED_REQUEST = {
 };
 
 /** Sends one request as raw bytes and returns the answer's status line and raw header lines. */
-function rawPost(url: string, path: string, body: string): Promise<{ status: string; headers: string[] }> {
+function rawPost(
+  url: string,
+  path: string,
+  body: string,
+  requestLines: readonly string[] = REQUEST_LINES,
+): Promise<{ status: string; headers: string[] }> {
   const { hostname, port } = new URL(url);
   return within(
     new Promise((resolve, reject) => {
@@ -72,7 +77,7 @@ function rawPost(url: string, path: string, body: string): Promise<{ status: str
       socket.on("error", reject);
       const lines = [
         `POST ${path} HTTP/1.1`,
-        ...REQUEST_LINES,
+        ...requestLines,
         "Connection: keep-alive",
         `Content-Length: ${Buffer.byteLength(body)}`,
       ];
@@ -146,5 +151,21 @@ describe("headers of an answer and of its journal record", () => {
       "x-sandbox-call-id": call?.id,
       "x-sandbox-rule": "teapot-with-headers",
     });
+  });
+
+  it("over a socket, the X-Sandbox-Workspace header in any case chooses the workspace (CONTRACT §13)", async () => {
+    sandbox = await createSandbox({ scenarios: "/nonexistent-scenarios-folder" });
+    const answer = await rawPost(sandbox.url, "/uae-fhir/r4/$process-message", BODY, [
+      "Host: sandbox.test",
+      "Content-Type: application/json",
+      "x-SANDBOX-workspace:   team-raw  ",
+    ]);
+    expect(answer.status).toBe("HTTP/1.1 200 OK");
+    expect(sandbox.calls()).toEqual([]);
+    const listed = await fetch(`${sandbox.url}/w/team-raw/__admin/calls`);
+    const { calls } = (await listed.json()) as { calls: Array<{ workspace: string; request: { headers: object } }> };
+    expect(calls).toHaveLength(1);
+    expect(calls[0]?.workspace).toBe("team-raw");
+    expect(calls[0]?.request.headers).toMatchObject({ "x-sandbox-workspace": "team-raw" });
   });
 });
