@@ -2,6 +2,7 @@ import type { Bundle, OperationOutcome } from "fhir/r4.js";
 import { type Access, authorize, type Refusal } from "../auth/bearer.js";
 import { type DecodedEnvelope, decodeEnvelope } from "../envelope/envelope.js";
 import { type Message, readMessage } from "../envelope/message.js";
+import { bundleJson } from "../fhir/bundle-json.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
@@ -286,7 +287,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
               messageId,
             },
           );
-    const serialized = JSON.stringify(built.body);
+    const serialized = bundleJson(built.body);
     deps.replays.remember(messageId, {
       status: built.status,
       body: serialized,
