@@ -38,23 +38,22 @@ function resourceText(resource: object): string {
 }
 
 /**
- * `JSON.stringify(body)`, the same text, made faster for Bundles that hold frozen (stored) resources: a patient
- * profile view sends the same records again and again, and serializing them was most of its cost.
+ * `JSON.stringify(body)`, the same text, made faster for Bundles that hold several frozen (stored) resources: a
+ * patient profile view sends the same records again and again, and serializing them was most of its cost.
  *
  * @example
  *   bundleJson(okMessage(correlation, records, deps)) === JSON.stringify(okMessage(correlation, records, deps))
  */
 export function bundleJson(body: unknown): string {
   const entries = (body as { entry?: unknown } | null)?.entry;
-  if (!Array.isArray(entries)) return JSON.stringify(body);
+  if (!Array.isArray(entries) || frozenResources(entries) < MIN_FROZEN) return JSON.stringify(body);
   const spliced: string[] = [];
   const entry = entries.map((e: unknown) => {
-    const resource = (e as { resource?: unknown } | null)?.resource;
-    if (resource === null || typeof resource !== "object" || !Object.isFrozen(resource)) return e;
+    const resource = resourceOf(e);
+    if (resource === undefined || !Object.isFrozen(resource)) return e;
     spliced.push(resourceText(resource));
     return { ...(e as object), resource: `${MARK}${spliced.length - 1}` };
   });
-  if (spliced.length === 0) return JSON.stringify(body);
   const pieces = JSON.stringify({ ...(body as object), entry }).split(`"${MARK}`);
   let text = pieces[0] as string;
   for (let i = 1; i < pieces.length; i++) {
@@ -63,4 +62,24 @@ export function bundleJson(body: unknown): string {
     text += spliced[Number(piece.slice(0, end))] + piece.slice(end + 1);
   }
   return text;
+}
+
+/**
+ * Fewer stored resources than this in a Bundle and it is serialized as a whole: splicing pays off for a profile's
+ * records, not for an answer that holds one new record and its patient.
+ */
+const MIN_FROZEN = 4;
+
+function resourceOf(entry: unknown): object | undefined {
+  const resource = (entry as { resource?: unknown } | null)?.resource;
+  return resource !== null && typeof resource === "object" ? resource : undefined;
+}
+
+function frozenResources(entries: readonly unknown[]): number {
+  let count = 0;
+  for (const e of entries) {
+    const resource = resourceOf(e);
+    if (resource !== undefined && Object.isFrozen(resource)) count++;
+  }
+  return count;
 }

@@ -38,11 +38,14 @@ const bundle = (entries: unknown[]): Bundle =>
 describe("bundleJson: the text JSON.stringify gives, stored resources serialized once", () => {
   it("a Bundle of new and frozen (stored) resources, again and again (from the cache), gives JSON.stringify's text", () => {
     const stored = allergy();
+    const others = [allergy(), allergy()];
     for (let round = 0; round < 3; round++) {
       const body = bundle([
         { fullUrl: "urn:uuid:1", resource: { resourceType: "MessageHeader", id: `h${round}` } },
         { fullUrl: "http://x/AllergyIntolerance/a1", resource: stored, search: { mode: "match" } },
         { resource: patient, fullUrl: "http://x/Patient/p1" },
+        { fullUrl: "http://x/AllergyIntolerance/a2", resource: others[0] },
+        { fullUrl: "http://x/AllergyIntolerance/a3", resource: others[1] },
         { fullUrl: "urn:uuid:2" },
       ]);
       expect(bundleJson(body)).toBe(JSON.stringify(body));
@@ -60,8 +63,10 @@ describe("bundleJson: the text JSON.stringify gives, stored resources serialized
   it("a frozen resource with a part that can still change is serialized anew each time, not kept", () => {
     const changing = { text: "before" };
     const resource = Object.freeze({ resourceType: "Basic", id: "b", code: changing });
-    expect(bundleJson(bundle([{ resource }]))).toBe(JSON.stringify(bundle([{ resource }])));
+    const body = () => bundle([{ resource }, { resource: patient }, { resource: allergy() }, { resource: allergy() }]);
+    expect(bundleJson(body())).toBe(JSON.stringify(body()));
     changing.text = "after";
-    expect(bundleJson(bundle([{ resource }]))).toContain('"text":"after"');
+    expect(bundleJson(body())).toBe(JSON.stringify(body()));
+    expect(bundleJson(body())).toContain('"text":"after"');
   });
 });
