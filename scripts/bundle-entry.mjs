@@ -49,7 +49,8 @@ const script = new Script(`(function (exports, require, module, __filename, __di
   filename: SERVER,
   cachedData,
 });
-if (cachedData) debug(script.cachedDataRejected ? "V8 refused the cache (another node or other flags)" : "cache used");
+// V8 says whether it took the cache (cachedDataRejected: false), once it was given one.
+if (cachedData) debug(script.cachedDataRejected === false ? "cache used" : "V8 refused the cache (another node or other flags)");
 
 if (process.env.UAE_FHIR_SANDBOX_WRITE_CODE_CACHE === "1") {
   // After the run: the cache then holds the functions the run compiled too, not only the top level.
