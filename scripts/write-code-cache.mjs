@@ -16,17 +16,22 @@ const CACHE = resolve(DIR, "server.code-cache");
 const TIMEOUT_MS = 30_000;
 const MESSAGE_PATH = "/uae-fhir/r4/$process-message";
 
+// The sandbox's own settings from this environment (AUTH, ADMIN_TOKEN, ...) could refuse the message: only
+// NODE_OPTIONS is kept, as the V8 flags the cache is made for.
+const env = process.env.NODE_OPTIONS === undefined ? {} : { NODE_OPTIONS: process.env.NODE_OPTIONS };
+
 // A cache from another build would be refused anyway; without one, the training run compiles as a first start does.
 rmSync(CACHE, { force: true });
 const message = execFileSync(process.execPath, [ENTRY, "example", "add-allergy"], {
   encoding: "utf8",
   // Its stderr says where to post the message: not for the build's output (execFileSync's error carries it).
   stdio: ["ignore", "pipe", "pipe"],
+  env,
   timeout: TIMEOUT_MS,
 });
 
 const child = spawn(process.execPath, [ENTRY, "serve", "--port", "0", "--host", "127.0.0.1"], {
-  env: { ...process.env, UAE_FHIR_SANDBOX_WRITE_CODE_CACHE: "1" },
+  env: { ...env, UAE_FHIR_SANDBOX_WRITE_CODE_CACHE: "1" },
   stdio: ["ignore", "pipe", "inherit"],
 });
 const timer = setTimeout(() => {
@@ -50,10 +55,11 @@ const answer = await fetch(`${url}${MESSAGE_PATH}`, {
   headers: { "content-type": "application/json" },
   body: message,
 });
-await answer.arrayBuffer();
+const answerText = await answer.text();
 child.kill("SIGTERM");
 const ended = await exited;
 clearTimeout(timer);
-if (answer.status !== 200) throw new Error(`write-code-cache: the message was answered ${answer.status}`);
+if (answer.status !== 200)
+  throw new Error(`write-code-cache: the message was answered ${answer.status}: ${answerText.slice(0, 500)}`);
 if (ended !== 0) throw new Error(`write-code-cache: ${ENTRY} exited with ${ended}`);
 if (!existsSync(CACHE)) throw new Error(`write-code-cache: ${CACHE} was not written`);

@@ -231,12 +231,16 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
     // The RUN that makes the code cache, as in the image: its mounted script is the build stage's (this repository's).
     const { mount, command } = codeCacheRun();
     const script = `${ROOT}${(mount.source as string).slice(`${workdir}/`.length)}`;
-    execFileSync(process.execPath, command.slice(1).map((arg) => (arg === mount.target ? script : arg)), {
-      cwd: app,
-      env: childEnv(env()),
-      stdio: "pipe",
-      timeout: 25_000,
-    });
+    execFileSync(
+      process.execPath,
+      command.slice(1).map((arg) => (arg === mount.target ? script : arg)),
+      {
+        cwd: app,
+        env: childEnv(env()),
+        stdio: "pipe",
+        timeout: 25_000,
+      },
+    );
   });
   afterAll(() => rmSync(app, { recursive: true, force: true }));
 
