@@ -149,6 +149,8 @@ export const coldStart = {
   },
 };
 
+const TIMES_HEADER = ["| what | median ms | each run, ms |", "|---|---|---|"];
+
 /** The section's Markdown and summary lines from the runs' times. */
 function report({ bare, starts, bundled, uncached, bare24, bundled24 }, version24) {
   const firstOk = median(starts.map((s) => s.firstOk));
@@ -156,6 +158,17 @@ function report({ bare, starts, bundled, uncached, bare24, bundled24 }, version2
   const bundleOk = median(bundled.map((s) => s.firstOk));
   const list = (values) => values.map((v) => fmt(v, 0)).join(", ");
   const row = (what, runs) => `| ${what} | ${fmt(median(runs), 0)} | ${list(runs)} |`;
+  /** Spawn → first 200 and spawn → listening line of a series of starts. */
+  const startRows = (label, runs) => [
+    row(
+      `${label}: spawn → first 200 on a message`,
+      runs.map((s) => s.firstOk),
+    ),
+    row(
+      `${label}: spawn → listening line`,
+      runs.map((s) => s.listening),
+    ),
+  ];
   const markdown = [
     `${STARTS} starts of \`node dist/cli/main.js serve --port 0 --host 127.0.0.1\` from the repository root ` +
       "(so the shipped scenarios/ folder is loaded and watched, as by default); the clock runs from spawn to the " +
@@ -166,32 +179,16 @@ function report({ bare, starts, bundled, uncached, bare24, bundled24 }, version2
     "|---|---|",
     `| sandbox start to first 200 / node -e 0 | ${fmt(firstOk / node)} |`,
     "",
-    "| what | median ms | each run, ms |",
-    "|---|---|---|",
-    row(
-      "sandbox: spawn → first 200 on a message",
-      starts.map((s) => s.firstOk),
-    ),
-    row(
-      "sandbox: spawn → listening line",
-      starts.map((s) => s.listening),
-    ),
+    ...TIMES_HEADER,
+    ...startRows("sandbox", starts),
     row("node -e 0: spawn → exit", bare),
     "",
     `The image's command, \`node ${BUNDLE} serve --port 0 --host 127.0.0.1\` (one script, no node_modules), ` +
       "with the code cache `npm run build` made for this node, and a copy of the bundle without its code cache, " +
       `measured the same way, interleaved with the runs above (${process.version}).`,
     "",
-    "| what | median ms | each run, ms |",
-    "|---|---|---|",
-    row(
-      "bundle: spawn → first 200 on a message",
-      bundled.map((s) => s.firstOk),
-    ),
-    row(
-      "bundle: spawn → listening line",
-      bundled.map((s) => s.listening),
-    ),
+    ...TIMES_HEADER,
+    ...startRows("bundle", bundled),
     `| bundle: first 200 on a message / node -e 0 | ${fmt(bundleOk / node)} | |`,
     row(
       "bundle without its code cache: spawn → first 200 on a message",
@@ -221,8 +218,7 @@ function report({ bare, starts, bundled, uncached, bare24, bundled24 }, version2
       `The same bundle under the image's Node major, ${version24} (the binary \`npm run test:node-versions\` ` +
         "caches), with a code cache made by that node, interleaved with the runs above.",
       "",
-      "| what | median ms | each run, ms |",
-      "|---|---|---|",
+      ...TIMES_HEADER,
       row(
         `bundle on ${version24}: spawn → first 200 on a message`,
         bundled24.map((s) => s.firstOk),
