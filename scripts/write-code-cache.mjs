@@ -13,7 +13,8 @@ import { resolve } from "node:path";
 const DIR = resolve(process.argv[2] ?? "bundle");
 const ENTRY = resolve(DIR, "uae-fhir-sandbox.mjs");
 const CACHE = resolve(DIR, "server.code-cache");
-const TIMEOUT_MS = 30_000;
+/** Generous: the release builds the arm64 image under emulation, where node starts many times slower. */
+const TIMEOUT_MS = 120_000;
 const MESSAGE_PATH = "/uae-fhir/r4/$process-message";
 
 // The sandbox's own settings from this environment (AUTH, ADMIN_TOKEN, ...) could refuse the message: only
