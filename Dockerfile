@@ -43,9 +43,9 @@ COPY --from=build /app/bundle/uae-fhir-sandbox.mjs /app/bundle/server.cjs /app/b
 COPY --from=build /app/bundle/assets ./bundle/assets
 COPY scenarios ./scenarios
 # V8's code cache for bundle/server.cjs, which saves about a third of a cold start (docs/benchmarks.md): made here, by
-# this node under this NODE_OPTIONS, as V8 takes a cache only from the same binary and flags (a container started with
-# other NODE_OPTIONS compiles as without one). A training run: serve, answer one message, stop; the script is mounted
-# from the build stage, not copied into the image.
+# this node under this NODE_OPTIONS, as V8 takes a cache only from the same binary and V8 flags (a container started
+# with other V8 flags compiles as without one; Node 24 does not count the heap sizes). A training run: serve, answer
+# one message, stop; the script is mounted from the build stage, not copied into the image.
 RUN --mount=type=bind,from=build,source=/app/scripts/write-code-cache.mjs,target=/tmp/write-code-cache.mjs \
     node /tmp/write-code-cache.mjs bundle
 # User "node" (uid 1000, as in the official node images), not root.

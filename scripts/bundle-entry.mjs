@@ -8,8 +8,8 @@
 //
 // server.code-cache is written by scripts/write-code-cache.mjs (npm run build, and the image's build): it runs this
 // entry with UAE_FHIR_SANDBOX_WRITE_CODE_CACHE=1, which serves one message and stops, and the cache is written at
-// exit. V8 refuses a cache from another node binary or other V8 flags (NODE_OPTIONS=--max-old-space-size=... is one):
-// the script is then compiled as without a cache, which only costs time. The cache starts with the CRC-32 of the
+// exit. V8 refuses a cache from another node binary or other V8 flags (in NODE_OPTIONS too; Node 20 and 22 count
+// --max-old-space-size, Node 24 does not): the script is then compiled as without a cache, which only costs time. The cache starts with the CRC-32 of the
 // source it was made from, as V8 checks only the source's length.
 //
 // NODE_DEBUG=code-cache says whether the cache was used.
