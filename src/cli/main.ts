@@ -232,16 +232,12 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   });
 }
 
-const invokedDirectly = (() => {
-  try {
-    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
-  } catch {
-    return false;
-  }
-})();
-
-if (invokedDirectly) {
-  const code = await runCli(process.argv.slice(2), {
+/**
+ * Runs the CLI on this process's arguments, streams and environment, and exits with its code. The bundle's entry
+ * (bundle/uae-fhir-sandbox.mjs, scripts/bundle-entry.mjs) calls it too: there this module is not the main one.
+ */
+export function runAsProcess(): void {
+  void runCli(process.argv.slice(2), {
     out: (line) => console.log(line),
     err: (line) => console.error(line),
     env: process.env,
@@ -252,6 +248,15 @@ if (invokedDirectly) {
       out: pino.destination({ dest: 1, sync: true }),
       err: pino.destination({ dest: 2, sync: true }),
     }),
-  });
-  process.exit(code);
+  }).then((code) => process.exit(code));
 }
+
+const invokedDirectly = (() => {
+  try {
+    return process.argv[1] !== undefined && realpathSync(process.argv[1]) === fileURLToPath(import.meta.url);
+  } catch {
+    return false;
+  }
+})();
+
+if (invokedDirectly) runAsProcess();

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
@@ -81,6 +81,21 @@ const healthcheck = (() => {
   return { options: args.slice(0, at), command: execForm(args.slice(at + 4)) };
 })();
 
+/** The runtime stage's RUN that makes the code cache: its bind mount (`--mount=k=v,...`) and its command. */
+function codeCacheRun() {
+  const instruction = all(runtime, "RUN").find((i) => i.args.includes("write-code-cache.mjs"));
+  expect(instruction, "a RUN with scripts/write-code-cache.mjs in the runtime stage").toBeDefined();
+  const [mountArg = "", ...command] = (instruction as Instruction).args.split(/\s+/);
+  expect(mountArg.startsWith("--mount=")).toBe(true);
+  const mount = Object.fromEntries(
+    mountArg
+      .slice("--mount=".length)
+      .split(",")
+      .map((pair) => pair.split("=")),
+  ) as Record<string, string>;
+  return { instruction: instruction as Instruction, mount, command };
+}
+
 describe("the Dockerfile", () => {
   it("builds in a node:24-alpine stage: npm ci, then npm run build (which bundles)", () => {
     expect(stages(dockerfile).length).toBeGreaterThanOrEqual(2);
@@ -113,6 +128,7 @@ describe("the Dockerfile", () => {
       [
         "--from=build",
         "/app/bundle/uae-fhir-sandbox.mjs",
+        "/app/bundle/server.cjs",
         "/app/bundle/r4-definitions.json",
         "/app/bundle/fhirpath-trees.json",
         "./bundle/",
@@ -120,6 +136,20 @@ describe("the Dockerfile", () => {
       ["--from=build", "/app/bundle/assets", "./bundle/assets"],
       ["scenarios", "./scenarios"],
     ]);
+  });
+
+  it("makes the code cache in the runtime stage, as root, with the image's node and NODE_OPTIONS, after the files it runs", () => {
+    const run = codeCacheRun();
+    expect(run.mount).toMatchObject({ type: "bind", from: "build", source: "/app/scripts/write-code-cache.mjs" });
+    expect(run.command).toEqual(["node", run.mount.target, "bundle"]);
+    // V8 takes a cache made under the same flags only: the ENV that sets NODE_OPTIONS comes first.
+    const at = runtime.indexOf(run.instruction);
+    const nodeOptions = runtime.findIndex((i) => i.keyword === "ENV" && "NODE_OPTIONS" in envPairs(i.args));
+    const lastCopy = runtime.findLastIndex((i) => i.keyword === "COPY");
+    expect(nodeOptions).toBeGreaterThanOrEqual(0);
+    expect(at).toBeGreaterThan(nodeOptions);
+    expect(at).toBeGreaterThan(lastCopy);
+    expect(at).toBeLessThan(runtime.findIndex((i) => i.keyword === "USER"));
   });
 
   it("runs as a non-root user, exposes 8080 and has no VOLUME", () => {
@@ -198,6 +228,19 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
         cpSync(path, to, { recursive: true });
       }
     }
+    // The RUN that makes the code cache, as in the image: its mounted script is the build stage's (this repository's).
+    const { mount, command } = codeCacheRun();
+    const script = `${ROOT}${(mount.source as string).slice(`${workdir}/`.length)}`;
+    execFileSync(
+      process.execPath,
+      command.slice(1).map((arg) => (arg === mount.target ? script : arg)),
+      {
+        cwd: app,
+        env: childEnv(env()),
+        stdio: "pipe",
+        timeout: 25_000,
+      },
+    );
   });
   afterAll(() => rmSync(app, { recursive: true, force: true }));
 
@@ -224,6 +267,8 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
       "assets",
       "fhirpath-trees.json",
       "r4-definitions.json",
+      "server.cjs",
+      "server.code-cache",
       "uae-fhir-sandbox.mjs",
     ]);
     const files = readdirSync(app, { recursive: true, encoding: "utf8" });
@@ -236,6 +281,13 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
     const child = run([...cmd.slice(0, -1), "--version"], {});
     expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
     expect(child.stdout.trim()).toBe(pkg.version);
+  });
+
+  it("CMD compiles the server with the code cache the image's RUN made, under the image's NODE_OPTIONS", async () => {
+    expect(env().NODE_OPTIONS).toMatch(/--max-old-space-size=/);
+    const child = run([...cmd.slice(0, -1), "--version"], { NODE_DEBUG: "code-cache" });
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stderr).toContain("cache used");
   });
 
   it("CMD serves the dashboard: its page, the script and stylesheet that page loads, the docs and their images", async () => {

@@ -2,14 +2,15 @@ import { readdirSync, readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "../cli/cli-process.js";
 
-// What esbuild put into bundle/uae-fhir-sandbox.mjs (scripts/bundle.mjs writes its metafile beside it; npm test
-// bundles before vitest). What the bundle does is tested by running it: test/cli/dockerfile.test.ts.
+// What esbuild put into bundle/server.cjs, which the entry bundle/uae-fhir-sandbox.mjs runs (scripts/bundle.mjs writes
+// its metafile beside it; npm test bundles before vitest). What the bundle does is tested by running it:
+// test/cli/dockerfile.test.ts; its entry and code cache: test/package/bundle-entry.test.ts.
 
 interface Metafile {
   outputs: Record<string, { inputs: Record<string, { bytesInOutput: number }> }>;
 }
 const meta = JSON.parse(readFileSync(`${ROOT}bundle/meta.json`, "utf8")) as Metafile;
-const output = Object.entries(meta.outputs).find(([file]) => file.endsWith("uae-fhir-sandbox.mjs"))?.[1];
+const output = Object.entries(meta.outputs).find(([file]) => file.endsWith("server.cjs"))?.[1];
 /** The input files that contribute code to the bundle (tree-shaken ones have no bytes in it). */
 const included = Object.entries(output?.inputs ?? {})
   .filter(([, input]) => input.bytesInOutput > 0)
@@ -53,11 +54,25 @@ describe("the bundle", () => {
     expect(included.some((f) => f.endsWith("r4-definitions.json"))).toBe(false);
   });
 
+  it("has zod with its English messages only, the locale zod uses by default: none of its dozens of others", () => {
+    const LOCALES = "node_modules/zod/v4/locales/";
+    expect(included.filter((f) => f.startsWith(LOCALES))).toEqual([`${LOCALES}en.js`]);
+    expect(readdirSync(`${ROOT}${LOCALES}`).filter((f) => f.endsWith(".js")).length).toBeGreaterThan(40);
+  });
+
+  it("has fhirpath's R4 model as JSON text for JSON.parse, not as object literals to compile", () => {
+    const code = readFileSync(`${ROOT}bundle/server.cjs`, "utf8");
+    // The first entries of fhirpath's own file, in the order the file has them.
+    const model = JSON.parse(readFileSync(`${ROOT}node_modules/fhirpath/fhir-context/r4/path2Type.json`, "utf8"));
+    const start = JSON.stringify(Object.fromEntries(Object.entries(model).slice(0, 2))).slice(0, -1);
+    expect(code).toContain(`JSON.parse('${start},`);
+  });
+
   it("has pino's core without its transports: nothing in it can start a worker thread", () => {
     expect(included).toContain("node_modules/pino/pino.js");
     // A transport is a worker thread (thread-stream) loading its targets by file name, which no bundle can serve.
     expect(included.filter((f) => /node_modules\/(thread-stream|real-require)\//.test(f))).toEqual([]);
-    const code = readFileSync(`${ROOT}bundle/uae-fhir-sandbox.mjs`, "utf8");
+    const code = readFileSync(`${ROOT}bundle/server.cjs`, "utf8");
     // worker_threads' Worker, whatever the minifier calls the module: destructured, or a property.
     expect(code).not.toMatch(/\bWorker\s*[,}:]|\.Worker\b|new Worker\b/);
     expect(code).not.toContain("thread-stream");
