@@ -24,10 +24,12 @@ const STAGES = [
   ["routing and message checks", /\/dist\/routing\//],
   ["scenario rules", /\/dist\/(scenarios|matching)\//],
   ["handler and store", /\/dist\/(handlers|store|generate|domain|orders)\//],
-  ["response message build", /\/dist\/fhir\//],
+  ["response message: build and JSON text (bundleJson)", /\/dist\/fhir\//],
   ["duplicate memory", /\/dist\/pipeline\/(fingerprint|replay-cache)/],
-  ["pipeline glue (incl. response JSON.stringify)", /\/dist\/pipeline\//],
+  ["pipeline glue", /\/dist\/pipeline\//],
   ["journal", /\/dist\/journal\//],
+  ["request log (a line per call, written to stdout)", /\/dist\/log\//],
+  ["workspace choice", /\/dist\/workspace\//],
   ["app wiring, admin, CLI", /\/dist\//],
 ];
 
