@@ -45,8 +45,12 @@ export function authorizationServerMetadata(at: Endpoints, scopes: readonly stri
  * and asymmetric), the client-credentials grant and the scopes.
  */
 export function smartConfiguration(at: Endpoints, scopes: readonly string[]) {
+  // SMART wants no issuer unless the capabilities include sso-openid-connect, which they do not.
+  const { issuer: _omitted, ...metadata } = clientCredentials(at, scopes);
   return {
-    ...clientCredentials(at, scopes),
+    ...metadata,
     capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric"],
+    // REQUIRED by SMART 2 whatever the grants (S256, never plain); with no authorization endpoint nothing uses it.
+    code_challenge_methods_supported: ["S256"],
   };
 }

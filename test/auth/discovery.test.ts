@@ -68,6 +68,28 @@ describe("GET /.well-known/smart-configuration", () => {
     );
   });
 
+  it("has every field SMART App Launch 2.x marks REQUIRED, and no issuer (SMART omits it without sso-openid-connect)", async () => {
+    // SMART App Launch 2.x, Conformance, "Metadata": REQUIRED grant_types_supported, token_endpoint, capabilities
+    // and code_challenge_methods_supported (S256 in it, plain not); issuer "required if the server's capabilities
+    // include sso-openid-connect; otherwise, omitted". Written out from the specification.
+    for (const path of ["/.well-known/smart-configuration", "/uae-fhir/r4/.well-known/smart-configuration"]) {
+      const { body } = await getJson(sandbox(), path);
+
+      for (const field of [
+        "grant_types_supported",
+        "token_endpoint",
+        "capabilities",
+        "code_challenge_methods_supported",
+      ]) {
+        expect(body, `${path} ${field}`).toHaveProperty(field);
+      }
+      expect(body.code_challenge_methods_supported).toContain("S256");
+      expect(body.code_challenge_methods_supported).not.toContain("plain");
+      expect(body.capabilities).not.toContain("sso-openid-connect");
+      expect(body, path).not.toHaveProperty("issuer");
+    }
+  });
+
   it("with --base-path, SMART's path under the FHIR base moves; the root documents and /oauth2 stay", async () => {
     const app = sandbox({ basePath: "/sandbox" });
 
@@ -93,10 +115,11 @@ describe("--public-url", () => {
     ]) {
       const { body } = await getJson(app, `http://127.0.0.1:8080${path}`);
       expect(body, path).toMatchObject({
-        issuer: PUBLIC,
         token_endpoint: `${PUBLIC}/oauth2/token`,
         jwks_uri: `${PUBLIC}/oauth2/jwks`,
       });
+      // SMART's document has no issuer (see above); the other two name it.
+      if (!path.endsWith("smart-configuration")) expect(body.issuer, path).toBe(PUBLIC);
     }
   });
 
