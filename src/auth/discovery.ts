@@ -7,13 +7,21 @@ export interface Endpoints {
   issuer: string;
   tokenEndpoint: string;
   jwksUri: string;
+  /** Named by the OpenID configuration only, which must name one; it refuses every request. */
+  authorizationEndpoint: string;
 }
 
 export const TOKEN_PATH = "/oauth2/token";
 export const JWKS_PATH = "/oauth2/jwks";
+export const AUTHORIZE_PATH = "/oauth2/authorize";
 
 export function endpointsAt(issuer: string): Endpoints {
-  return { issuer, tokenEndpoint: `${issuer}${TOKEN_PATH}`, jwksUri: `${issuer}${JWKS_PATH}` };
+  return {
+    issuer,
+    tokenEndpoint: `${issuer}${TOKEN_PATH}`,
+    jwksUri: `${issuer}${JWKS_PATH}`,
+    authorizationEndpoint: `${issuer}${AUTHORIZE_PATH}`,
+  };
 }
 
 /** What both discovery documents say: where the endpoints are, and how clients authenticate and for what. */
@@ -37,6 +45,22 @@ const clientCredentials = (at: Endpoints, scopes: readonly string[]) => ({
 export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[]) {
   // response_types_supported is required by RFC 8414; with no authorization endpoint there is none.
   return { ...clientCredentials(at, scopes), response_types_supported: [] };
+}
+
+/**
+ * OpenID Connect Discovery 1.0 §3 metadata, at /.well-known/openid-configuration:
+ * the RFC 8414 metadata plus the members that specification makes REQUIRED.
+ * The sandbox signs in nobody and issues no ID token, so these promise nothing:
+ * the authorization endpoint refuses every request, and RS256 is listed because
+ * §3 says the list MUST hold it.
+ */
+export function openIdConfiguration(at: Endpoints, scopes: readonly string[]) {
+  return {
+    ...authorizationServerMetadata(at, scopes),
+    authorization_endpoint: at.authorizationEndpoint,
+    subject_types_supported: ["public"],
+    id_token_signing_alg_values_supported: ["RS256"],
+  };
 }
 
 /**

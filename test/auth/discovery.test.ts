@@ -102,6 +102,44 @@ describe("GET /.well-known/smart-configuration", () => {
   });
 });
 
+describe("GET /.well-known/openid-configuration", () => {
+  it("has every member OpenID Connect Discovery 1.0 §3 marks REQUIRED", async () => {
+    // OpenID Connect Discovery 1.0 §3, written out from the specification: issuer, authorization_endpoint,
+    // token_endpoint, jwks_uri, response_types_supported, subject_types_supported (public or pairwise) and
+    // id_token_signing_alg_values_supported (RS256 MUST be in it).
+    const { status, body } = await getJson(sandbox(), "/.well-known/openid-configuration");
+
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/oauth2/authorize`,
+      token_endpoint: `${ISSUER}/oauth2/token`,
+      jwks_uri: `${ISSUER}/oauth2/jwks`,
+      response_types_supported: expect.any(Array),
+    });
+    expect(body.subject_types_supported.length).toBeGreaterThan(0);
+    for (const type of body.subject_types_supported) expect(["public", "pairwise"]).toContain(type);
+    expect(body.id_token_signing_alg_values_supported).toContain("RS256");
+  });
+
+  it("the authorization endpoint it names refuses every request, and never redirects (RFC 6749 §4.1.2.1)", async () => {
+    const app = sandbox();
+    const { body: config } = await getJson(app, "/.well-known/openid-configuration");
+    const query = "response_type=code&client_id=suite&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&state=s1";
+
+    for (const method of ["GET", "POST"]) {
+      const res = await app.request(`${config.authorization_endpoint}?${query}`, { method });
+
+      expect(res.status, method).toBe(400);
+      expect(res.headers.get("location"), method).toBeNull();
+      expect(res.headers.get("cache-control"), method).toBe("no-store");
+      const body = (await res.json()) as { error: string; error_description: string };
+      expect(body.error, method).toBe("unsupported_response_type");
+      expect(body.error_description, method).toContain("/oauth2/token");
+    }
+  });
+});
+
 describe("--public-url", () => {
   const PUBLIC = "https://sandbox.example.ae";
 
