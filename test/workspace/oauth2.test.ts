@@ -189,3 +189,21 @@ describe("admin tokens and workspaces", () => {
     expect((await admin(app, "GET", "/workspaces")).status).toBe(200);
   });
 });
+
+describe("--max-workspaces with OAuth2 clients", () => {
+  it("callers without a token who name new workspaces cannot take the room of the clients' workspaces", async () => {
+    // default, clinic-a and clinic-b are named (the clients file): room is kept for them, so one more is left.
+    const { app } = authSandbox(CLIENTS, { adminToken: "global", maxWorkspaces: 4 });
+    const strays: number[] = [];
+    for (const name of ["stray-1", "stray-2", "stray-3"]) {
+      strays.push((await post(app, allergy(), { path: `/w/${name}${STANDARD}` })).status);
+    }
+    expect(strays).toEqual([401, 503, 503]);
+
+    // clinic-b's workspace was not made yet: its client still gets a token and acts in it.
+    const sent = allergy();
+    const reply = await post(app, sent, { headers: bearer(await tokenOf(app, "clinic-b-ehr")) });
+    expect(reply.status).toBe(200);
+    expect(await journalOf(app, "clinic-b", "clinic-b-admin")).toEqual([[messageId(sent), 200]]);
+  });
+});
