@@ -71,6 +71,11 @@ export class Workspaces {
     return this.#named.has(id);
   }
 
+  /** Whether `id` is named or held now: using it makes nothing new. */
+  exists(id: string): boolean {
+    return this.#named.has(id) || this.#live.has(id);
+  }
+
   /** Why `name` (from `via`, e.g. "the X-Sandbox-Workspace header") is no workspace name, if it is not one. */
   nameProblem(name: string, via: string): WorkspaceRefusal | undefined {
     if (isWorkspaceName(name)) return undefined;
