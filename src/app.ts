@@ -269,6 +269,7 @@ export function createApp(
       workspaces,
       ...(auth ? { authenticate: auth.authenticate } : {}),
       isMessagePath: (path) => messagePaths.has(path),
+      isAuthPath: (path) => path.startsWith("/oauth2/") || path.includes("/.well-known/"),
     }),
   );
   app.use("/__admin/*", async (c, next) => {

@@ -7,15 +7,18 @@ import { JtiMemory } from "./client-assertion.js";
 import { clientRegistry } from "./client-registry.js";
 import { loadClientsFile } from "./clients-file.js";
 import {
+  AUTHORIZE_PATH,
   authorizationServerMetadata,
   type Endpoints,
   endpointsAt,
   JWKS_PATH,
+  openIdConfiguration,
   smartConfiguration,
   TOKEN_PATH,
 } from "./discovery.js";
+import { oauthError } from "./oauth-error.js";
 import { generateSigningKey, loadSigningKey } from "./signing-key.js";
-import { tokenEndpoint } from "./token-endpoint.js";
+import { errorAnswer, tokenEndpoint } from "./token-endpoint.js";
 
 export interface AuthConfig {
   /** The clients file (--clients). */
@@ -112,9 +115,22 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
         }),
       );
       app.get(JWKS_PATH, (c) => json(c, { keys: [key.jwk] }));
-      for (const path of ["/.well-known/openid-configuration", "/.well-known/oauth-authorization-server"]) {
-        app.get(path, (c) => json(c, authorizationServerMetadata(endpoints(c.req.url), config.scopes)));
-      }
+      // No client has a redirect URI to send an error to: say it here, never redirect (RFC 6749 §4.1.2.1).
+      app.all(AUTHORIZE_PATH, (c) =>
+        errorAnswer(
+          c,
+          oauthError(
+            "unsupported_response_type",
+            `This sandbox signs in no user: it grants access tokens by the client-credentials grant only, at POST ${endpoints(c.req.url).tokenEndpoint}.`,
+          ),
+        ),
+      );
+      app.get("/.well-known/openid-configuration", (c) =>
+        json(c, openIdConfiguration(endpoints(c.req.url), config.scopes)),
+      );
+      app.get("/.well-known/oauth-authorization-server", (c) =>
+        json(c, authorizationServerMetadata(endpoints(c.req.url), config.scopes)),
+      );
       // SMART puts its document under the FHIR base; the contract also names the root.
       const smartPaths = ["", ...FHIR_BASES.map((base) => `${config.basePath}${base}`)];
       for (const prefix of smartPaths) {

@@ -7,13 +7,21 @@ export interface Endpoints {
   issuer: string;
   tokenEndpoint: string;
   jwksUri: string;
+  /** Named by the OpenID configuration only, which must name one; it refuses every request. */
+  authorizationEndpoint: string;
 }
 
 export const TOKEN_PATH = "/oauth2/token";
 export const JWKS_PATH = "/oauth2/jwks";
+export const AUTHORIZE_PATH = "/oauth2/authorize";
 
 export function endpointsAt(issuer: string): Endpoints {
-  return { issuer, tokenEndpoint: `${issuer}${TOKEN_PATH}`, jwksUri: `${issuer}${JWKS_PATH}` };
+  return {
+    issuer,
+    tokenEndpoint: `${issuer}${TOKEN_PATH}`,
+    jwksUri: `${issuer}${JWKS_PATH}`,
+    authorizationEndpoint: `${issuer}${AUTHORIZE_PATH}`,
+  };
 }
 
 /** What both discovery documents say: where the endpoints are, and how clients authenticate and for what. */
@@ -40,13 +48,33 @@ export function authorizationServerMetadata(at: Endpoints, scopes: readonly stri
 }
 
 /**
+ * OpenID Connect Discovery 1.0 §3 metadata, at /.well-known/openid-configuration:
+ * the RFC 8414 metadata plus the members that specification makes REQUIRED.
+ * The sandbox signs in nobody and issues no ID token, so these promise nothing:
+ * the authorization endpoint refuses every request, and RS256 is listed because
+ * §3 says the list MUST hold it.
+ */
+export function openIdConfiguration(at: Endpoints, scopes: readonly string[]) {
+  return {
+    ...authorizationServerMetadata(at, scopes),
+    authorization_endpoint: at.authorizationEndpoint,
+    subject_types_supported: ["public"],
+    id_token_signing_alg_values_supported: ["RS256"],
+  };
+}
+
+/**
  * SMART configuration (SMART App Launch 2, "Conformance"), as SMART Backend
  * Services clients read it: token endpoint, client authentication (symmetric
  * and asymmetric), the client-credentials grant and the scopes.
  */
 export function smartConfiguration(at: Endpoints, scopes: readonly string[]) {
+  // SMART wants no issuer unless the capabilities include sso-openid-connect, which they do not.
+  const { issuer: _omitted, ...metadata } = clientCredentials(at, scopes);
   return {
-    ...clientCredentials(at, scopes),
+    ...metadata,
     capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric"],
+    // REQUIRED by SMART 2 whatever the grants (S256, never plain); with no authorization endpoint nothing uses it.
+    code_challenge_methods_supported: ["S256"],
   };
 }

@@ -11,7 +11,9 @@ export type OAuthErrorCode =
   | "unsupported_grant_type"
   | "invalid_scope"
   /** RFC 6749 §4.1.2.1's code for a server that cannot answer now: the rate-limited magic client's 429. */
-  | "temporarily_unavailable";
+  | "temporarily_unavailable"
+  /** RFC 6749 §4.1.2.1: the authorization endpoint's answer; this server has no response type at all. */
+  | "unsupported_response_type";
 
 export interface OAuthError {
   status: number;

@@ -47,7 +47,8 @@ function tokenJson(
   });
 }
 
-const errorAnswer = (c: Context<EdgeEnv>, e: OAuthError) =>
+/** An RFC 6749 error as JSON, never cached; journaled as sent. */
+export const errorAnswer = (c: Context<EdgeEnv>, e: OAuthError): Response =>
   tokenJson(c, e.status, { error: e.error, error_description: e.description }, e.headers);
 
 /** The scopes a token gets: those asked for (all of them, or an invalid_scope error), else all the client's. */

@@ -46,9 +46,19 @@ export function readYamlFile<S extends z.ZodType>(
   schema: S,
   limit: YamlLimit = { bytes: MAX_YAML_BYTES },
 ): YamlRead<z.infer<S>> {
-  const size = statSync(file).size;
-  if (size > limit.bytes) return { ok: false, problems: [tooLarge(file, size, limit)] };
-  return decodeYaml(readFileSync(file, "utf8"), file, schema);
+  let text: string;
+  try {
+    const size = statSync(file).size;
+    if (size > limit.bytes) return { ok: false, problems: [tooLarge(file, size, limit)] };
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    // A missing or unreadable file is a problem of the whole file, said like the others (not a stack of fs internals).
+    const { code } = error as NodeJS.ErrnoException;
+    const reason =
+      code === "ENOENT" ? "no such file" : code === "EISDIR" ? "a folder, not a file" : (code ?? String(error));
+    return { ok: false, problems: [{ file, line: 0, column: 0, message: `cannot be read: ${reason}` }] };
+  }
+  return decodeYaml(text, file, schema);
 }
 
 export function decodeYaml<S extends z.ZodType>(text: string, file: string, schema: S): YamlRead<z.infer<S>> {

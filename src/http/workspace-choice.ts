@@ -41,6 +41,8 @@ export interface WorkspaceChoiceDeps {
   authenticate?: (authorization: string | undefined) => Promise<Access>;
   /** Whether a routed path is a message path (where a token decides the workspace). */
   isMessagePath(path: string): boolean;
+  /** Whether a routed path is an OAuth2 endpoint or discovery document (open to callers without a token). */
+  isAuthPath?: (path: string) => boolean;
 }
 
 /**
@@ -75,6 +77,12 @@ export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<Ed
         if (named && named.name !== workspace) access = mismatch(clientId, workspace, named);
         chosen = { name: workspace, via: `The access token of client ${clientId}` };
       }
+    }
+    // Under OAuth2 a caller without a valid token makes no workspace: its 401 (or its token request, its
+    // discovery read) is journaled in default, else anonymous requests could fill --max-workspaces.
+    if (deps.authenticate && chosen === named && !deps.workspaces.exists(named.name)) {
+      const unauthenticated = access ? !access.ok : !!deps.isAuthPath?.(c.req.path);
+      if (unauthenticated) chosen = { name: DEFAULT_WORKSPACE, via: "The request" };
     }
     const found = deps.workspaces.use(chosen.name, chosen.via);
     if (!found.ok) return refuse(found.refusal.status, found.refusal.issues, found.refusal.headers);

@@ -211,5 +211,7 @@ export class PushDispatcher {
 function describeNetworkError(error: unknown): string {
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ""}`;
-  return (error as Error).message ?? String(error);
+  // fetch's own message is only "fetch failed": the reason is in its cause.
+  const message = (error as Error).message ?? String(error);
+  return cause?.message ? `${message}: ${cause.message}` : message;
 }

@@ -326,7 +326,15 @@ class Walk {
         this.#add("structure", `${label}.${key} must be an array matching ${label}.${name}.`, path);
         return;
       }
+      // R4 JSON: both arrays the same length, null filling the gaps (a `_name` alone, with no values, is fine).
       const values = value[name];
+      if (Array.isArray(values) && values.length !== child.length) {
+        this.#add(
+          "structure",
+          `${label}.${key} has ${child.length} item${child.length === 1 ? "" : "s"} and ${label}.${name} ${values.length}: they must be as long, with null where an item has no id or extension.`,
+          path,
+        );
+      }
       child.forEach((item, i) => {
         if (item === null) return;
         if (!isObject(item)) this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, path);

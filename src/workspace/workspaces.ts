@@ -71,6 +71,11 @@ export class Workspaces {
     return this.#named.has(id);
   }
 
+  /** Whether `id` is named or held now: using it makes nothing new. */
+  exists(id: string): boolean {
+    return this.#named.has(id) || this.#live.has(id);
+  }
+
   /** Why `name` (from `via`, e.g. "the X-Sandbox-Workspace header") is no workspace name, if it is not one. */
   nameProblem(name: string, via: string): WorkspaceRefusal | undefined {
     if (isWorkspaceName(name)) return undefined;
@@ -114,20 +119,28 @@ export class Workspaces {
         `${via} names workspace ${name}, which this sandbox does not have: it runs with --workspaces fixed, and its workspaces are ${this.named.join(", ")}.`,
       );
     }
-    if (this.#live.size < this.settings.max) return undefined;
+    // Room is kept for every named workspace, made yet or not: callers naming new workspaces (even ones
+    // refused 401 for want of a token) must not lock the configured ones out.
+    if (this.#named.has(name) || this.#roomForUnnamed()) return undefined;
     this.sweep();
-    if (this.#live.size < this.settings.max) return undefined;
+    if (this.#roomForUnnamed()) return undefined;
     const retry = this.#secondsUntilRoom();
     return refusal(
       503,
       "throttled",
-      `The sandbox holds ${this.#live.size} workspaces, its most (--max-workspaces ${this.settings.max}): workspace ${name} cannot be made now. ${
+      `The sandbox holds ${this.#live.size} workspaces and keeps room for its ${this.#named.size} named ones, its most (--max-workspaces ${this.settings.max}): workspace ${name} cannot be made now. ${
         retry === undefined
           ? "Every workspace held is named in its configuration; "
           : `An idle one is dropped in ${retry} s (--workspace-ttl); `
       }the operator can free one with DELETE /__admin/workspaces/{id}.`,
       retry === undefined ? {} : { "retry-after": String(retry) },
     );
+  }
+
+  #roomForUnnamed(): boolean {
+    let unnamed = 0;
+    for (const id of this.#live.keys()) if (!this.#named.has(id)) unnamed++;
+    return this.#named.size + unnamed < this.settings.max;
   }
 
   /** When the first idle workspace that can be dropped will be. */

@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Ajv2020 } from "ajv/dist/2020.js";
 import { afterEach, describe, expect, it } from "vitest";
@@ -132,6 +133,16 @@ describe("the CLI and the clients file", { timeout: 30_000 }, () => {
 
     expect(run.code).toBe(1);
     expect(run.stderr).toContain(`${file}:3:5: clients.0: unknown key "secrit"`);
+  });
+
+  it("serve --clients with a file that does not exist: exit 1, the file and why, no fs internals", async () => {
+    const file = join(tempFile("clients.yaml", "clients: []\n"), "..", "missing.yaml");
+
+    const run = await runToExit(["serve", "--port", "0", "--auth", "oauth2", "--clients", file]);
+
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(`invalid clients file:\n${file}: cannot be read: no such file`);
+    expect(run.stderr).not.toContain("ENOENT");
   });
 
   it.each([

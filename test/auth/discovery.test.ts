@@ -68,6 +68,28 @@ describe("GET /.well-known/smart-configuration", () => {
     );
   });
 
+  it("has every field SMART App Launch 2.x marks REQUIRED, and no issuer (SMART omits it without sso-openid-connect)", async () => {
+    // SMART App Launch 2.x, Conformance, "Metadata": REQUIRED grant_types_supported, token_endpoint, capabilities
+    // and code_challenge_methods_supported (S256 in it, plain not); issuer "required if the server's capabilities
+    // include sso-openid-connect; otherwise, omitted". Written out from the specification.
+    for (const path of ["/.well-known/smart-configuration", "/uae-fhir/r4/.well-known/smart-configuration"]) {
+      const { body } = await getJson(sandbox(), path);
+
+      for (const field of [
+        "grant_types_supported",
+        "token_endpoint",
+        "capabilities",
+        "code_challenge_methods_supported",
+      ]) {
+        expect(body, `${path} ${field}`).toHaveProperty(field);
+      }
+      expect(body.code_challenge_methods_supported).toContain("S256");
+      expect(body.code_challenge_methods_supported).not.toContain("plain");
+      expect(body.capabilities).not.toContain("sso-openid-connect");
+      expect(body, path).not.toHaveProperty("issuer");
+    }
+  });
+
   it("with --base-path, SMART's path under the FHIR base moves; the root documents and /oauth2 stay", async () => {
     const app = sandbox({ basePath: "/sandbox" });
 
@@ -77,6 +99,44 @@ describe("GET /.well-known/smart-configuration", () => {
     await expect(libraryToken(app, "suite", oauth.ClientSecretBasic("suite-secret"))).resolves.toMatchObject({
       token_type: "bearer",
     });
+  });
+});
+
+describe("GET /.well-known/openid-configuration", () => {
+  it("has every member OpenID Connect Discovery 1.0 §3 marks REQUIRED", async () => {
+    // OpenID Connect Discovery 1.0 §3, written out from the specification: issuer, authorization_endpoint,
+    // token_endpoint, jwks_uri, response_types_supported, subject_types_supported (public or pairwise) and
+    // id_token_signing_alg_values_supported (RS256 MUST be in it).
+    const { status, body } = await getJson(sandbox(), "/.well-known/openid-configuration");
+
+    expect(status).toBe(200);
+    expect(body).toMatchObject({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/oauth2/authorize`,
+      token_endpoint: `${ISSUER}/oauth2/token`,
+      jwks_uri: `${ISSUER}/oauth2/jwks`,
+      response_types_supported: expect.any(Array),
+    });
+    expect(body.subject_types_supported.length).toBeGreaterThan(0);
+    for (const type of body.subject_types_supported) expect(["public", "pairwise"]).toContain(type);
+    expect(body.id_token_signing_alg_values_supported).toContain("RS256");
+  });
+
+  it("the authorization endpoint it names refuses every request, and never redirects (RFC 6749 §4.1.2.1)", async () => {
+    const app = sandbox();
+    const { body: config } = await getJson(app, "/.well-known/openid-configuration");
+    const query = "response_type=code&client_id=suite&redirect_uri=https%3A%2F%2Fapp.example%2Fcb&state=s1";
+
+    for (const method of ["GET", "POST"]) {
+      const res = await app.request(`${config.authorization_endpoint}?${query}`, { method });
+
+      expect(res.status, method).toBe(400);
+      expect(res.headers.get("location"), method).toBeNull();
+      expect(res.headers.get("cache-control"), method).toBe("no-store");
+      const body = (await res.json()) as { error: string; error_description: string };
+      expect(body.error, method).toBe("unsupported_response_type");
+      expect(body.error_description, method).toContain("/oauth2/token");
+    }
   });
 });
 
@@ -93,10 +153,11 @@ describe("--public-url", () => {
     ]) {
       const { body } = await getJson(app, `http://127.0.0.1:8080${path}`);
       expect(body, path).toMatchObject({
-        issuer: PUBLIC,
         token_endpoint: `${PUBLIC}/oauth2/token`,
         jwks_uri: `${PUBLIC}/oauth2/jwks`,
       });
+      // SMART's document has no issuer (see above); the other two name it.
+      if (!path.endsWith("smart-configuration")) expect(body.issuer, path).toBe(PUBLIC);
     }
   });
 

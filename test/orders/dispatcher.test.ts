@@ -137,6 +137,16 @@ describe("PushDispatcher: which answers count as delivered, which are retried (C
     }
   });
 
+  it("says why fetch failed when its cause has no code (a port fetch never connects to)", async () => {
+    // Port 1 is on the Fetch standard's bad-port list: refused before any connection is tried.
+    const { d, calls } = dispatcher({ attempts: 1 });
+
+    const result = await d.deliver(push("http://127.0.0.1:1/fhir"));
+
+    expect(result.error).toBe("fetch failed: bad port");
+    expect(calls[0]?.error).toBe("fetch failed: bad port");
+  });
+
   it("retries a connection reset by the receiver, then delivers", async () => {
     const r = await receiver((_, n) => (n === 1 ? "reset" : { status: 200 }));
     const { d, calls } = dispatcher();

@@ -189,3 +189,40 @@ describe("admin tokens and workspaces", () => {
     expect((await admin(app, "GET", "/workspaces")).status).toBe(200);
   });
 });
+
+describe("--max-workspaces with OAuth2 clients", () => {
+  it("callers without a token who name new workspaces cannot take the room of the clients' workspaces", async () => {
+    // default, clinic-a and clinic-b are named (the clients file): room is kept for them, so one more is left.
+    const { app } = authSandbox(CLIENTS, { adminToken: "global", maxWorkspaces: 4 });
+    const strays: number[] = [];
+    for (const name of ["stray-1", "stray-2", "stray-3"]) {
+      strays.push((await post(app, allergy(), { path: `/w/${name}${STANDARD}` })).status);
+    }
+    expect(strays).toEqual([401, 401, 401]);
+
+    // clinic-b's workspace was not made yet: its client still gets a token and acts in it.
+    const sent = allergy();
+    const reply = await post(app, sent, { headers: bearer(await tokenOf(app, "clinic-b-ehr")) });
+    expect(reply.status).toBe(200);
+    expect(await journalOf(app, "clinic-b", "clinic-b-admin")).toEqual([[messageId(sent), 200]]);
+  });
+
+  it("callers without a token make no workspace: their 401s and token requests are journaled in default", async () => {
+    const { app } = authSandbox(CLIENTS, { adminToken: "global" });
+    const message = allergy();
+    expect((await post(app, message, { path: `/w/stray-1${STANDARD}` })).status).toBe(401);
+    const badToken = await app.request("/w/stray-2/oauth2/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=nobody&client_secret=x",
+    });
+    expect(badToken.status).toBe(400);
+    expect(((await badToken.json()) as { error: string }).error).toBe("invalid_client");
+    expect((await app.request("/w/stray-3/.well-known/openid-configuration")).status).toBe(200);
+
+    const listed = await admin(app, "GET", "/workspaces", { token: "global" });
+    const ids = (listed.body.workspaces as Array<{ id: string }>).map((w) => w.id);
+    expect(ids.filter((id) => id.startsWith("stray-"))).toEqual([]);
+    expect(await journalOf(app, "default", "global")).toContainEqual([messageId(message), 401]);
+  });
+});

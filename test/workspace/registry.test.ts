@@ -173,6 +173,15 @@ describe("--max-workspaces", () => {
     expect(await listed(s)).toEqual(["default", "team-b", "team-c"]);
   });
 
+  it("keeps room for the named workspaces not made yet: others cannot fill it", async () => {
+    const s = sandbox({ maxWorkspaces: 3, workspaceNames: ["kept"] });
+
+    expect((await use(s, "team-a")).status).toBe(200);
+    expect((await use(s, "team-b")).status).toBe(503);
+    expect((await use(s, "kept")).status).toBe(200);
+    expect(await listed(s)).toEqual(["default", "team-a", "kept"]);
+  });
+
   it("without anything to drop (all named), the 503 has no Retry-After and says so", async () => {
     const s = sandbox({ maxWorkspaces: 2, workspaceNames: ["team-a"] });
     await use(s, "team-a");
