@@ -9,10 +9,13 @@ import { FOCUS, sandboxWith } from "../support/validation-app.js";
  * `name` with null where an item has none. Checked on add-allergy's AllergyIntolerance.category (0..* code).
  */
 const DATA_ABSENT = { url: "http://hl7.org/fhir/StructureDefinition/data-absent-reason", valueCode: "unknown" };
-const allergyWith = (extra: Record<string, unknown>) =>
-  messageBundle("add-allergy", [
-    { ...example<AllergyIntolerance>("allergyintolerance-example.json"), category: ["food", "medication"], ...extra },
-  ]);
+const allergyWith = (extra: Record<string, unknown>) => {
+  const allergy: AllergyIntolerance = {
+    ...example<AllergyIntolerance>("allergyintolerance-example.json"),
+    category: ["food", "medication"],
+  };
+  return messageBundle("add-allergy", [{ ...allergy, ...extra }]);
+};
 
 describe("extensions of a repeating primitive (_category)", () => {
   it("as long as the values, null where an item has none: accepted", async () => {
