@@ -6,6 +6,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_OPERATIONS, STANDARD_PATH } from "../../dist/routing/default-operations.js";
+import { ScenarioFolder } from "../../dist/scenarios/scenario-folder.js";
 import { Scenarios } from "../../dist/scenarios/scenarios.js";
 import { drive, median, post, startServer } from "./load.mjs";
 import { addAllergyEnvelope, cannedResponse, MESSAGE_ID } from "./messages.mjs";
@@ -56,8 +57,10 @@ export function writeRules(dir, count) {
  * message, run for about `budgetMs`. No rule matches, so every candidate is tried.
  */
 function timeDecisions(folder, operation, budgetMs = 400) {
-  const scenarios = new Scenarios(folder, { now: () => new Date() });
-  const loaded = scenarios.reload();
+  // The shared files (loaded once per sandbox) and one workspace's view of them, as createApp builds them.
+  const files = new ScenarioFolder(folder, { now: () => new Date() });
+  const loaded = files.reload();
+  const scenarios = new Scenarios(files);
   if (!loaded.ok) throw new Error(`benchmark rules did not load: ${JSON.stringify(loaded.problems[0])}`);
   const bundle = JSON.parse(JSON.parse(addAllergyEnvelope()).content);
   const facts = {
