@@ -4,6 +4,7 @@ import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { LiveEvents } from "./admin/live-events.js";
 import { type AuthDeps, createAuth } from "./auth/auth.js";
+import { isAuthPath } from "./auth/discovery.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
@@ -269,7 +270,7 @@ export function createApp(
       workspaces,
       ...(auth ? { authenticate: auth.authenticate } : {}),
       isMessagePath: (path) => messagePaths.has(path),
-      isAuthPath: (path) => path.startsWith("/oauth2/") || path.includes("/.well-known/"),
+      isAuthPath,
     }),
   );
   app.use("/__admin/*", async (c, next) => {

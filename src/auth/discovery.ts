@@ -15,6 +15,11 @@ export const TOKEN_PATH = "/oauth2/token";
 export const JWKS_PATH = "/oauth2/jwks";
 export const AUTHORIZE_PATH = "/oauth2/authorize";
 
+/** Whether a routed path is one of the OAuth2 endpoints or discovery documents, which callers reach without a token. */
+export function isAuthPath(path: string): boolean {
+  return path === TOKEN_PATH || path === JWKS_PATH || path === AUTHORIZE_PATH || path.includes("/.well-known/");
+}
+
 export function endpointsAt(issuer: string): Endpoints {
   return {
     issuer,
