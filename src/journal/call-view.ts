@@ -9,14 +9,24 @@ function shown(text: string): unknown {
   return parsed.ok ? parsed.value : text;
 }
 
+/**
+ * A side of a call with its body replaced, the other members in their order. Not a spread: a spread would read
+ * the journal's `body`, which unpacks it (PackedTexts), only to throw it away.
+ */
+function withBody<T extends { body: string }>(side: T, body: unknown): Omit<T, "body"> & { body: unknown } {
+  const out: Record<string, unknown> = {};
+  for (const key in side) out[key] = key === "body" ? body : side[key];
+  return out as Omit<T, "body"> & { body: unknown };
+}
+
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
   const { size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   return {
     ...rest,
     at: at.toISOString(),
-    request: { ...request, body: shown(request.body) },
-    response: response ? { ...response, body: shown(response.body) } : null,
+    request: withBody(request, shown(request.body)),
+    response: response ? withBody(response, shown(response.body)) : null,
   };
 }
 
@@ -43,8 +53,8 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
     ...head,
     ...rest,
     at: at.toISOString(),
-    request: { ...request, body: null },
-    response: response ? { ...response, body: null } : null,
+    request: withBody(request, null),
+    response: response ? withBody(response, null) : null,
   });
   // A body is the last member of its object; no JSON string can hold `"body":null}` unescaped, so the first slot is
   // the request's and the last the response's.

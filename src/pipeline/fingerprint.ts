@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import type { KeptText, PackedTexts } from "../text/packed-texts.js";
 
 /** Bundle elements that may differ between a message and its exact resend (CONTRACT §5). */
 const VOLATILE = new Set(["id", "timestamp", "meta"]);
@@ -48,11 +49,20 @@ const KEPT_AS_TEXT = 8 * 1024;
  * its JSON text while small (hashing every message costs a twentieth of its
  * processing; a resend is rare), else its fingerprint, taken at once.
  */
-export type MessageIdentity = { text: string } | { fingerprint: string };
+export type MessageIdentity = { text: KeptText } | { fingerprint: string };
 
-/** The identity of a message Bundle; `text` is its JSON as received, when there is one. Take it before a handler runs. */
-export function messageIdentity(bundle: Record<string, unknown>, text: string | undefined): MessageIdentity {
-  return text !== undefined && text.length <= KEPT_AS_TEXT ? { text } : { fingerprint: messageFingerprint(bundle) };
+/**
+ * The identity of a message Bundle; `text` is its JSON as received, when there is one, kept by `texts`. Take it
+ * before a handler runs.
+ */
+export function messageIdentity(
+  bundle: Record<string, unknown>,
+  text: string | undefined,
+  texts: PackedTexts,
+): MessageIdentity {
+  return text !== undefined && text.length <= KEPT_AS_TEXT
+    ? { text: texts.keep(text) }
+    : { fingerprint: messageFingerprint(bundle) };
 }
 
 /** Whether `bundle` is the message remembered as `earlier`, resent (same text, or the same fingerprint). */
@@ -62,8 +72,9 @@ export function sameMessage(
   text: string | undefined,
 ): boolean {
   if ("text" in earlier) {
-    if (earlier.text === text) return true;
-    return messageFingerprint(JSON.parse(earlier.text) as Record<string, unknown>) === messageFingerprint(bundle);
+    const kept = earlier.text.text;
+    if (kept === text) return true;
+    return messageFingerprint(JSON.parse(kept) as Record<string, unknown>) === messageFingerprint(bundle);
   }
   return earlier.fingerprint === messageFingerprint(bundle);
 }

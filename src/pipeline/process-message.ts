@@ -15,6 +15,7 @@ import { routeMessage } from "../routing/route.js";
 import { scriptedReply } from "../scenarios/respond.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
+import type { KeptText, PackedTexts } from "../text/packed-texts.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
 import { type MessageIdentity, messageIdentity, sameMessage } from "./fingerprint.js";
 import type { ReplayCache } from "./replay-cache.js";
@@ -69,7 +70,8 @@ export interface Answer {
  */
 export interface StoredAnswer {
   status: number;
-  body: string;
+  /** The answer's JSON text, packed with the journal's bodies. */
+  body: KeptText;
   /** The message answered, as messageIdentity took it. */
   identity: MessageIdentity;
   /** Journal id of the call, when known. */
@@ -89,6 +91,8 @@ export interface PipelineDeps extends HandlerContext {
   catalogue: Catalogue;
   handlers: HandlerTable;
   replays: ReplayCache<StoredAnswer>;
+  /** Where the duplicate memory keeps answers and messages: the journal's PackedTexts. */
+  texts: PackedTexts;
   /** Scenario rules: which one, if any, answers a message; the trace records how, for explaining it. */
   scenarios: { decide(facts: RequestFacts, trace?: RuleTrace): Scripted | undefined; newTrace(): RuleTrace };
   random(): number;
@@ -247,17 +251,18 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
     if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
+      const serialized = earlier.body.text;
       return {
-        ...answer(earlier.status, JSON.parse(earlier.body), { operation, messageId }),
+        ...answer(earlier.status, JSON.parse(serialized), { operation, messageId }),
         duplicate: true,
         ...ruled,
         headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
-        serialized: earlier.body,
+        serialized,
       };
     }
     if (earlier)
       return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
-    const identity = messageIdentity(bundle, envelope.text);
+    const identity = messageIdentity(bundle, envelope.text, deps.texts);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -290,7 +295,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const serialized = bundleJson(built.body);
     deps.replays.remember(messageId, {
       status: built.status,
-      body: serialized,
+      body: deps.texts.keep(serialized),
       identity,
       callId: inbound.call?.id,
       at: inbound.call?.at ?? deps.now(),

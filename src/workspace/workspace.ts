@@ -22,6 +22,7 @@ import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { Scenarios } from "../scenarios/scenarios.js";
 import type { ProfileCache } from "../store/profile-cache.js";
 import { SandboxStore } from "../store/sandbox-store.js";
+import { PackedTexts } from "../text/packed-texts.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
 import { workspacePrefix } from "./workspace-name.js";
 
@@ -111,10 +112,13 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   // Passes recorded calls and order changes on: what the whole sandbox observes (the journal file) hears every workspace.
   const events = new SandboxEvents(shared.events);
 
+  // The journal's bodies and the duplicate memory's answers and messages, packed together.
+  const texts = new PackedTexts();
   const journal = new Journal({ maxCalls: options.journalLimit, maxBytes: options.journalMaxBytes }, events, {
     ids: shared.callIds,
     redaction: shared.redaction,
     workspace: id,
+    texts,
   });
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
@@ -155,7 +159,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   };
   const processMessage = createMessagePipeline(
     { ...options, proxy: options.proxy !== undefined },
-    { ...deps, handlers, catalogue, replays, store, scenarios },
+    { ...deps, handlers, catalogue, replays, texts, store, scenarios },
   );
 
   const pinRulePatients = () => store.pinKeys(rulePatientKeys(scenarios.scenarios));
@@ -203,6 +207,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       orders.clear();
       journal.clear();
       replays.clear();
+      texts.clear();
       store.clear();
       pharmacies.clear();
       fixtures(scenarios.fixtureOrder);
