@@ -1,6 +1,6 @@
 import type { SandboxEvents } from "../events.js";
-import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import { PackedTexts } from "../text/packed-texts.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import { CallIds } from "./call-ids.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
 import { keptCall } from "./kept-call.js";
