@@ -34,6 +34,7 @@ import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
 import { ProfileCache } from "./store/profile-cache.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
+import { SharedParts } from "./store/shared-parts.js";
 import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
@@ -240,6 +241,7 @@ export function createApp(
     redaction: new Redaction(options.redactHeaders),
     events,
     profiles: new ProfileCache(),
+    parts: new SharedParts(),
     publicUrl: () => publicUrl,
     ...(auth ? { seedOf: auth.workspaceSeed } : {}),
   };

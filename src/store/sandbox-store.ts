@@ -2,6 +2,7 @@ import type { Patient, Resource } from "fhir/r4.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 import type { ProfileCache } from "./profile-cache.js";
+import { SharedParts } from "./shared-parts.js";
 
 /** Resource types kept per patient. */
 export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
@@ -13,6 +14,8 @@ export interface StoreDeps {
   newId(): string;
   /** Generated profiles shared with other stores (the workspaces of one sandbox); none: each is generated here. */
   profiles?: ProfileCache;
+  /** The parts records repeat, one copy shared with other stores; none: this store's own. */
+  parts?: SharedParts;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -82,11 +85,15 @@ export class SandboxStore {
   #pinnedKeys: ReadonlySet<string> = new Set();
   #evictedPatients = 0;
   #evictedRecords = 0;
+  /** Freezes what the store keeps, so a handed-out record cannot be changed by mistake, and shares its repeated parts. */
+  readonly #parts: SharedParts;
 
   constructor(
     private readonly deps: StoreDeps,
     readonly limits: StoreLimits = { patients: Number.POSITIVE_INFINITY, recordsPerPatient: Number.POSITIVE_INFINITY },
-  ) {}
+  ) {
+    this.#parts = deps.parts ?? new SharedParts();
+  }
 
   /** The patient any of these keys names, if the sandbox knows it (it becomes the most recently used). */
   findPatient(identity: PatientIdentity): Patient | undefined {
@@ -171,7 +178,7 @@ export class SandboxStore {
 
   #addPatient(patient: Patient, keys: string[]): void {
     const id = patient.id as string;
-    this.#patients.set(id, deepFreeze(structuredClone(patient)));
+    this.#patients.set(id, this.#parts.share(structuredClone(patient)));
     const all = [
       ...keys,
       id,
@@ -221,7 +228,7 @@ export class SandboxStore {
         this.#evictedRecords++;
       }
     }
-    this.#records.set(ref, { resource: deepFreeze(resource), patientId });
+    this.#records.set(ref, { resource: this.#parts.share(resource), patientId });
   }
 
   /** Stores a record as given (fixtures): its id kept, or a server id; version 1 unless it has one. */
@@ -361,13 +368,4 @@ export function generatedProfileOf(
   if (bar >= 0 && !given.identifier)
     given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
   return generateProfile(deps.seed, key, given, deps.emiratesIdSystem);
-}
-
-/** Freezes a resource and everything in it, so a handed-out record cannot be changed by mistake. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }

@@ -22,6 +22,7 @@ import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { Scenarios } from "../scenarios/scenarios.js";
 import type { ProfileCache } from "../store/profile-cache.js";
 import { SandboxStore } from "../store/sandbox-store.js";
+import type { SharedParts } from "../store/shared-parts.js";
 import { PackedTexts } from "../text/packed-texts.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
 import { workspacePrefix } from "./workspace-name.js";
@@ -47,6 +48,8 @@ export interface WorkspaceShared {
   events: SandboxEvents;
   /** Generated patient profiles, one copy for every workspace. */
   profiles: ProfileCache;
+  /** The parts stored records repeat, one copy for every workspace. */
+  parts: SharedParts;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
@@ -127,7 +130,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     sizeOf: (answer) => answer.body.length + ("text" in answer.identity ? answer.identity.text.length : 0),
   });
   const store = new SandboxStore(
-    { seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId, profiles: shared.profiles },
+    {
+      seed,
+      emiratesIdSystem: options.emiratesIdSystem,
+      now: deps.now,
+      newId: deps.newId,
+      profiles: shared.profiles,
+      parts: shared.parts,
+    },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );
   const pharmacies = new PharmacyRegistry();
