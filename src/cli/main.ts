@@ -22,6 +22,7 @@ import {
   type ServeConfig,
   UsageError,
 } from "./flags.js";
+import { boundHeapGrowth } from "./heap-growth.js";
 import { CommandLineError, parseCommandLine } from "./parse-command-line.js";
 import { replayCommand } from "./replay.js";
 import { startFailure } from "./start-failure.js";
@@ -237,6 +238,7 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
  * (bundle/uae-fhir-sandbox.mjs, scripts/bundle-entry.mjs) calls it too: there this module is not the main one.
  */
 export function runAsProcess(): void {
+  boundHeapGrowth();
   void runCli(process.argv.slice(2), {
     out: (line) => console.log(line),
     err: (line) => console.error(line),
