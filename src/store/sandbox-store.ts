@@ -2,6 +2,7 @@ import type { Patient, Resource } from "fhir/r4.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 import type { ProfileCache } from "./profile-cache.js";
+import { RecordInterner } from "./record-interner.js";
 
 /** Resource types kept per patient. */
 export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
@@ -13,6 +14,8 @@ export interface StoreDeps {
   newId(): string;
   /** Generated profiles shared with other stores (the workspaces of one sandbox); none: each is generated here. */
   profiles?: ProfileCache;
+  /** Recurring parts and strings shared with other stores; none: the store keeps its own. */
+  interner?: RecordInterner;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -63,6 +66,8 @@ interface Held {
  * resource is frozen and handed out as is (no copy on every read, the
  * request path's biggest cost before): callers build new objects to change
  * one, and the store keeps what it was given, so give it objects you own.
+ * Records share their recurring parts (a coding, a reference) with other
+ * records (RecordInterner), which the freezing makes safe.
  *
  * Bounded (StoreLimits): past `patients`, the least recently used patient is
  * forgotten with its records — a later message naming it generates the same
@@ -82,6 +87,7 @@ export class SandboxStore {
   readonly #records = new Map<string, Map<string, Held>>();
   /** Each patient's records, oldest first. */
   readonly #byPatient = new Map<string, Held[]>();
+  readonly #interner: RecordInterner;
   /** Unpinned patient ids, least recently used first (a Set keeps insertion order: touching re-inserts). */
   readonly #recent = new Set<string>();
   readonly #pinned = new Set<string>();
@@ -92,7 +98,9 @@ export class SandboxStore {
   constructor(
     private readonly deps: StoreDeps,
     readonly limits: StoreLimits = { patients: Number.POSITIVE_INFINITY, recordsPerPatient: Number.POSITIVE_INFINITY },
-  ) {}
+  ) {
+    this.#interner = deps.interner ?? new RecordInterner();
+  }
 
   /** The patient any of these keys names, if the sandbox knows it (it becomes the most recently used). */
   findPatient(identity: PatientIdentity): Patient | undefined {
@@ -177,7 +185,7 @@ export class SandboxStore {
 
   #addPatient(patient: Patient, keys: string[]): void {
     const id = patient.id as string;
-    this.#patients.set(id, deepFreeze(structuredClone(patient)));
+    this.#patients.set(id, this.#interner.keep(structuredClone(patient)));
     const all = [
       ...keys,
       id,
@@ -231,7 +239,7 @@ export class SandboxStore {
       }
       byId.set(id, held);
     }
-    held.resource = deepFreeze(resource);
+    held.resource = this.#interner.keep(resource);
     held.patientId = patientId;
   }
 
@@ -394,15 +402,6 @@ export function generatedProfileOf(
   if (bar >= 0 && !given.identifier)
     given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
   return generateProfile(deps.seed, key, given, deps.emiratesIdSystem);
-}
-
-/** Freezes a resource and everything in it, so a handed-out record cannot be changed by mistake. */
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 /**

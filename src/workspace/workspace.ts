@@ -21,6 +21,7 @@ import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { Scenarios } from "../scenarios/scenarios.js";
 import type { ProfileCache } from "../store/profile-cache.js";
+import type { RecordInterner } from "../store/record-interner.js";
 import { SandboxStore } from "../store/sandbox-store.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
 import { workspacePrefix } from "./workspace-name.js";
@@ -46,6 +47,8 @@ export interface WorkspaceShared {
   events: SandboxEvents;
   /** Generated patient profiles, one copy for every workspace. */
   profiles: ProfileCache;
+  /** Recurring parts and strings of stored records, one copy for every workspace. */
+  interner: RecordInterner;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
@@ -123,7 +126,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     sizeOf: (answer) => answer.body.length + ("text" in answer.identity ? answer.identity.text.length : 0),
   });
   const store = new SandboxStore(
-    { seed, emiratesIdSystem: options.emiratesIdSystem, now: deps.now, newId: deps.newId, profiles: shared.profiles },
+    {
+      seed,
+      emiratesIdSystem: options.emiratesIdSystem,
+      now: deps.now,
+      newId: deps.newId,
+      profiles: shared.profiles,
+      interner: shared.interner,
+    },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );
   const pharmacies = new PharmacyRegistry();
