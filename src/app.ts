@@ -33,8 +33,8 @@ import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
 import { ProfileCache } from "./store/profile-cache.js";
+import { RecordInterner } from "./store/record-interner.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
-import { SharedParts } from "./store/shared-parts.js";
 import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
@@ -241,7 +241,7 @@ export function createApp(
     redaction: new Redaction(options.redactHeaders),
     events,
     profiles: new ProfileCache(),
-    parts: new SharedParts(),
+    interner: new RecordInterner(),
     publicUrl: () => publicUrl,
     ...(auth ? { seedOf: auth.workspaceSeed } : {}),
   };

@@ -2,7 +2,7 @@ import type { Patient, Resource } from "fhir/r4.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 import type { ProfileCache } from "./profile-cache.js";
-import { SharedParts } from "./shared-parts.js";
+import { RecordInterner } from "./record-interner.js";
 
 /** Resource types kept per patient. */
 export type RecordType = "AllergyIntolerance" | "Condition" | "Procedure" | "Observation" | "Task";
@@ -14,8 +14,8 @@ export interface StoreDeps {
   newId(): string;
   /** Generated profiles shared with other stores (the workspaces of one sandbox); none: each is generated here. */
   profiles?: ProfileCache;
-  /** The parts records repeat, one copy shared with other stores; none: this store's own. */
-  parts?: SharedParts;
+  /** Recurring parts and strings shared with other stores; none: the store keeps its own. */
+  interner?: RecordInterner;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -54,6 +54,7 @@ export interface PatientSummary {
   records: Partial<Record<RecordType, number>>;
 }
 
+/** A stored record, in its type's index and its patient's list (updated in place: both see the new version). */
 interface Held {
   resource: Resource;
   patientId: string;
@@ -65,6 +66,8 @@ interface Held {
  * resource is frozen and handed out as is (no copy on every read, the
  * request path's biggest cost before): callers build new objects to change
  * one, and the store keeps what it was given, so give it objects you own.
+ * Records share their recurring parts (a coding, a reference) with other
+ * records (RecordInterner), which the freezing makes safe.
  *
  * Bounded (StoreLimits): past `patients`, the least recently used patient is
  * forgotten with its records — a later message naming it generates the same
@@ -77,22 +80,26 @@ export class SandboxStore {
   readonly #keys = new Map<string, string>();
   /** Each patient's keys, to forget them with it. */
   readonly #keysOf = new Map<string, string[]>();
-  readonly #records = new Map<string, Held>();
-  readonly #byPatient = new Map<string, string[]>();
+  /**
+   * Records by type, then id: keyed by the record's own id string, so an
+   * entry costs no `Type/id` string of its own.
+   */
+  readonly #records = new Map<string, Map<string, Held>>();
+  /** Each patient's records, oldest first. */
+  readonly #byPatient = new Map<string, Held[]>();
+  readonly #interner: RecordInterner;
   /** Unpinned patient ids, least recently used first (a Set keeps insertion order: touching re-inserts). */
   readonly #recent = new Set<string>();
   readonly #pinned = new Set<string>();
   #pinnedKeys: ReadonlySet<string> = new Set();
   #evictedPatients = 0;
   #evictedRecords = 0;
-  /** Freezes what the store keeps, so a handed-out record cannot be changed by mistake, and shares its repeated parts. */
-  readonly #parts: SharedParts;
 
   constructor(
     private readonly deps: StoreDeps,
     readonly limits: StoreLimits = { patients: Number.POSITIVE_INFINITY, recordsPerPatient: Number.POSITIVE_INFINITY },
   ) {
-    this.#parts = deps.parts ?? new SharedParts();
+    this.#interner = deps.interner ?? new RecordInterner();
   }
 
   /** The patient any of these keys names, if the sandbox knows it (it becomes the most recently used). */
@@ -139,7 +146,7 @@ export class SandboxStore {
     return {
       patients: this.#patients.size,
       pinnedPatients: this.#pinned.size,
-      records: this.#records.size,
+      records: this.#recordCount(),
       evictedPatients: this.#evictedPatients,
       evictedRecords: this.#evictedRecords,
       limits: { ...this.limits },
@@ -178,7 +185,7 @@ export class SandboxStore {
 
   #addPatient(patient: Patient, keys: string[]): void {
     const id = patient.id as string;
-    this.#patients.set(id, this.#parts.share(structuredClone(patient)));
+    this.#patients.set(id, this.#interner.keep(structuredClone(patient)));
     const all = [
       ...keys,
       id,
@@ -211,36 +218,58 @@ export class SandboxStore {
     this.#patients.delete(id);
     for (const key of this.#keysOf.get(id) ?? []) this.#keys.delete(key);
     this.#keysOf.delete(id);
-    for (const ref of this.#byPatient.get(id) ?? []) this.#records.delete(ref);
+    for (const held of this.#byPatient.get(id) ?? []) this.#unindex(held);
     this.#byPatient.delete(id);
     this.#evictedPatients++;
   }
 
   #hold(resource: Resource, patientId: string): void {
-    const ref = `${resource.resourceType}/${resource.id}`;
-    if (!this.#records.has(ref)) {
-      const refs = this.#byPatient.get(patientId);
+    const byId = this.#index(resource.resourceType);
+    const id = resource.id as string;
+    let held = byId.get(id);
+    if (!held) {
+      const list = this.#byPatient.get(patientId);
       // Its patient was forgotten meanwhile (a message naming more patients than the limit): nothing to keep it for.
-      if (!refs) return;
-      refs.push(ref);
-      while (refs.length > this.limits.recordsPerPatient) {
-        this.#records.delete(refs.shift() as string);
+      if (!list) return;
+      held = { resource, patientId };
+      list.push(held);
+      while (list.length > this.limits.recordsPerPatient) {
+        this.#unindex(list.shift() as Held);
         this.#evictedRecords++;
       }
+      byId.set(id, held);
     }
-    this.#records.set(ref, { resource: this.#parts.share(resource), patientId });
+    held.resource = this.#interner.keep(resource);
+    held.patientId = patientId;
+  }
+
+  #index(type: string): Map<string, Held> {
+    let byId = this.#records.get(type);
+    if (!byId) {
+      byId = new Map();
+      this.#records.set(type, byId);
+    }
+    return byId;
+  }
+
+  #unindex(held: Held): void {
+    this.#records.get(held.resource.resourceType)?.delete(held.resource.id as string);
+  }
+
+  #recordCount(): number {
+    let count = 0;
+    for (const byId of this.#records.values()) count += byId.size;
+    return count;
   }
 
   /** Stores a record as given (fixtures): its id kept, or a server id; version 1 unless it has one. */
   putRecord<R extends Resource>(resource: R, patientId: string): R {
-    const id = resource.id ?? this.deps.newId();
-    const stored = {
-      ...resource,
-      id,
-      meta: { versionId: "1", lastUpdated: this.deps.now().toISOString(), ...resource.meta },
-    } as R;
-    this.#hold(stored, patientId);
-    return stored;
+    // { ...resource, id, meta: { versionId: "1", lastUpdated, ...resource.meta } }, built key by key (see #stamp).
+    const stored = spreadInto({}, resource);
+    stored.id = resource.id ?? this.deps.newId();
+    stored.meta = spreadInto({ versionId: "1", lastUpdated: this.deps.now().toISOString() }, resource.meta);
+    this.#hold(stored as unknown as R, patientId);
+    return stored as unknown as R;
   }
 
   /**
@@ -263,7 +292,7 @@ export class SandboxStore {
 
   /** A stored record and the id of the patient it belongs to. */
   get<R extends Resource>(type: RecordType, id: string): { resource: R; patientId: string } | undefined {
-    const held = this.#records.get(`${type}/${id}`);
+    const held = this.#records.get(type)?.get(id);
     return held ? { resource: held.resource as R, patientId: held.patientId } : undefined;
   }
 
@@ -276,31 +305,36 @@ export class SandboxStore {
 
   /** Replaces a stored record with a new version (versionId + 1). */
   update<R extends Resource>(resource: R): R {
-    const ref = `${resource.resourceType}/${resource.id}`;
-    const held = this.#records.get(ref);
-    if (!held) throw new Error(`update of unknown record ${ref}`);
+    const held = this.#records.get(resource.resourceType)?.get(resource.id as string);
+    if (!held) throw new Error(`update of unknown record ${resource.resourceType}/${resource.id}`);
     const version = Number(held.resource.meta?.versionId ?? "1") + 1;
     const stored = this.#stamp(resource, resource.id as string, version);
     this.#hold(stored, held.patientId);
     return stored;
   }
 
+  /**
+   * `{ ...resource, id, meta: { ...resource.meta, versionId, lastUpdated } }`
+   * (meta last), built key by key: on Node 20 an object literal that spreads
+   * and then adds keys gets a hidden class of its own, so each stored record
+   * cost a few hundred bytes of V8 maps; objects built one key at a time in
+   * the same order share one.
+   */
   #stamp<R extends Resource>(resource: R, id: string, version: number): R {
-    const { meta, ...rest } = resource;
-    const { versionId: _v, lastUpdated: _l, ...keptMeta } = meta ?? {};
-    return {
-      ...rest,
-      id,
-      meta: { ...keptMeta, versionId: String(version), lastUpdated: this.deps.now().toISOString() },
-    } as unknown as R;
+    const stored = spreadInto({}, resource, "meta");
+    stored.id = id;
+    const stamp = { versionId: String(version), lastUpdated: this.deps.now().toISOString() };
+    const kept = spreadInto({}, resource.meta, "versionId", "lastUpdated");
+    // The usual case, no other meta: the literal, a smaller object than one grown key by key.
+    stored.meta = Object.keys(kept).length === 0 ? stamp : spreadInto(kept, stamp);
+    return stored as unknown as R;
   }
 
   /** A patient's records of some types, in the order they were stored (removed ones included). */
   records<R extends Resource>(patientId: string, types: readonly RecordType[]): R[] {
-    return (this.#byPatient.get(patientId) ?? []).flatMap((ref) => {
-      const held = this.#records.get(ref);
-      return held && (types as readonly string[]).includes(held.resource.resourceType) ? [held.resource as R] : [];
-    });
+    return (this.#byPatient.get(patientId) ?? []).flatMap((held) =>
+      (types as readonly string[]).includes(held.resource.resourceType) ? [held.resource as R] : [],
+    );
   }
 
   /** Every patient the sandbox knows, in the order it met them, with how many records of each type they have. */
@@ -308,9 +342,9 @@ export class SandboxStore {
     return [...this.#patients.values()].map((patient) => {
       const id = patient.id as string;
       const records: Partial<Record<RecordType, number>> = {};
-      for (const ref of this.#byPatient.get(id) ?? []) {
-        const type = this.#records.get(ref)?.resource.resourceType as RecordType | undefined;
-        if (type) records[type] = (records[type] ?? 0) + 1;
+      for (const held of this.#byPatient.get(id) ?? []) {
+        const type = held.resource.resourceType as RecordType;
+        records[type] = (records[type] ?? 0) + 1;
       }
       return {
         id,
@@ -368,4 +402,21 @@ export function generatedProfileOf(
   if (bar >= 0 && !given.identifier)
     given.identifier = [{ system: key.slice(0, bar) || undefined, value: key.slice(bar + 1) }];
   return generateProfile(deps.seed, key, given, deps.emiratesIdSystem);
+}
+
+/**
+ * `{ ...target, ...source }` less the `omit` keys, into `target`, one key at
+ * a time (see SandboxStore#stamp), key order as a spread gives it.
+ */
+function spreadInto(target: Record<string, unknown>, source: object | undefined, ...omit: string[]) {
+  if (source === undefined) return target;
+  for (const key of Object.keys(source)) {
+    if (omit.includes(key)) continue;
+    const value = (source as Record<string, unknown>)[key];
+    // To a spread an own "__proto__" (JSON.parse makes them) is a key like any other; assigning it would set the prototype.
+    if (key === "__proto__")
+      Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true });
+    else target[key] = value;
+  }
+  return target;
 }

@@ -21,8 +21,8 @@ import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { Scenarios } from "../scenarios/scenarios.js";
 import type { ProfileCache } from "../store/profile-cache.js";
+import type { RecordInterner } from "../store/record-interner.js";
 import { SandboxStore } from "../store/sandbox-store.js";
-import type { SharedParts } from "../store/shared-parts.js";
 import { PackedTexts } from "../text/packed-texts.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
 import { workspacePrefix } from "./workspace-name.js";
@@ -48,8 +48,8 @@ export interface WorkspaceShared {
   events: SandboxEvents;
   /** Generated patient profiles, one copy for every workspace. */
   profiles: ProfileCache;
-  /** The parts stored records repeat, one copy for every workspace. */
-  parts: SharedParts;
+  /** Recurring parts and strings of stored records, one copy for every workspace. */
+  interner: RecordInterner;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
@@ -136,7 +136,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       now: deps.now,
       newId: deps.newId,
       profiles: shared.profiles,
-      parts: shared.parts,
+      interner: shared.interner,
     },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );

@@ -1,0 +1,122 @@
+import { InternTable } from "./intern-table.js";
+
+/**
+ * Keys whose string values recur from record to record (code systems,
+ * codes, displays, units, references): one copy of each is kept.
+ */
+const VOCABULARY = new Set(["system", "code", "display", "unit", "use", "status", "url", "reference"]);
+/** A resource's own parts, never alike from one record to the next: not looked up, only what they hold. */
+const OWN = new Set(["meta", "text"]);
+/** Longest string shared, in characters: longer ones are prose, not vocabulary. */
+const MAX_STRING = 256;
+/** Largest part shared, in characters of JSON: a CodeableConcept or a Reference, not a whole section. */
+const MAX_PART = 256;
+
+/**
+ * Freezes what the store keeps, all the way down, and keeps one copy of each
+ * recurring part. Every parsed message brings its own copy of everything:
+ * fifty thousand allergies held fifty thousand `clinicalStatus` objects,
+ * arrays and codings alike, and a hundred thousand copies of
+ * "http://snomed.info/sct". Here a part of a record (an object or array
+ * below the resource: a CodeableConcept, a Reference, …) that is the same
+ * as one already kept, key order and values included, is replaced by that
+ * one, and vocabulary strings by their first copy. Sharing is safe because
+ * everything kept is frozen, and invisible: the same JSON, the same values.
+ * Bounded (InternTable): what it holds past the records' own lifetime is at
+ * most a few thousand small parts and strings.
+ *
+ * @example
+ *   const kept = interner.keep(JSON.parse(text)); // frozen; its clinicalStatus the one kept before
+ */
+export class RecordInterner {
+  readonly #strings: InternTable<string>;
+  readonly #parts: InternTable<object>;
+
+  /** At most this many strings and parts are held (a few hundred kilobytes at the default). */
+  constructor(limits: { strings: number; parts: number } = { strings: 4_096, parts: 2_048 }) {
+    this.#strings = new InternTable(limits.strings);
+    this.#parts = new InternTable(limits.parts);
+  }
+
+  /** The resource, frozen all the way down, its recurring parts and strings replaced by the kept ones. */
+  keep<T>(resource: T): T {
+    if (!isObject(resource) || Object.isFrozen(resource)) return resource;
+    this.#keepChildren(resource, OWN);
+    return Object.freeze(resource);
+  }
+
+  /** Strings and parts held. */
+  get size(): { strings: number; parts: number } {
+    return { strings: this.#strings.size, parts: this.#parts.size };
+  }
+
+  /** Replaces a node's children by their kept (frozen) copies; the `own` keys' parts are frozen without a lookup. */
+  #keepChildren(node: Record<string, unknown>, own?: ReadonlySet<string>): void {
+    const array = Array.isArray(node);
+    for (const key of Object.keys(node)) {
+      const child = node[key];
+      if (typeof child === "string") {
+        if (!array && VOCABULARY.has(key) && child.length <= MAX_STRING) node[key] = this.#string(child);
+      } else if (isObject(child) && !Object.isFrozen(child)) {
+        if (own?.has(key)) {
+          this.#keepChildren(child);
+          Object.freeze(child);
+        } else node[key] = this.#part(child);
+      }
+    }
+  }
+
+  #string(value: string): string {
+    return this.#strings.get(value) ?? this.#strings.set(value, value);
+  }
+
+  /** The kept part equal to this one, or this one, frozen (and kept, if small enough to recur). */
+  #part(node: Record<string, unknown>): object {
+    const text = JSON.stringify(node);
+    // Only parts that are all JSON are kept and looked up: for them, the same text means the same value.
+    const shareable = text.length <= MAX_PART && plainJson(node);
+    if (shareable) {
+      const known = this.#parts.get(text);
+      if (known !== undefined) return known;
+    }
+    this.#keepChildren(node);
+    Object.freeze(node);
+    if (shareable) this.#parts.set(text, node);
+    return node;
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object";
+}
+
+/**
+ * Whether a value is all JSON: plain objects and arrays, strings, booleans,
+ * null and finite numbers but -0. Two such values with the same JSON text
+ * are alike in every way a reader could tell (keys and their order
+ * included); others may not be: `{ a: undefined }` and `{}` have the same
+ * text, and so have 0 and -0.
+ */
+function plainJson(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return true;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0);
+    case "object": {
+      if (value === null) return true;
+      const proto = Object.getPrototypeOf(value);
+      if (proto === Array.prototype) {
+        const array = value as unknown[];
+        for (let i = 0; i < array.length; i++) if (!plainJson(array[i])) return false;
+        return true;
+      }
+      if (proto !== Object.prototype) return false;
+      for (const key in value) if (!plainJson((value as Record<string, unknown>)[key])) return false;
+      return true;
+    }
+    default:
+      return false;
+  }
+}
