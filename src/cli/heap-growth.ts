@@ -14,8 +14,8 @@ const FLAG = /^--heap[-_]growing[-_]percent(=|$)/;
 
 /**
  * Bounds V8's heap growth for this process (HEAP_GROWING_PERCENT), unless
- * Node was already given `--heap-growing-percent` (on its command line or in
- * NODE_OPTIONS): a process-wide setting, so only the CLI process sets it,
+ * Node was given `--heap-growing-percent` on its command line (NODE_OPTIONS
+ * does not take it): a process-wide setting, so only the CLI process sets it,
  * not a sandbox embedded in someone's tests. Not in the bundle's training
  * run either (UAE_FHIR_SANDBOX_WRITE_CODE_CACHE): V8 refuses a code cache
  * made under other flags than those the next start compiles with, and the
@@ -27,8 +27,7 @@ export function boundHeapGrowth(
   setFlags: (flags: string) => void = setFlagsFromString,
 ): boolean {
   if (env.UAE_FHIR_SANDBOX_WRITE_CODE_CACHE) return false;
-  const given = [...execArgv, ...(env.NODE_OPTIONS ?? "").split(/\s+/)];
-  if (given.some((arg) => FLAG.test(arg))) return false;
+  if (execArgv.some((arg) => FLAG.test(arg))) return false;
   setFlags(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   return true;
 }
