@@ -27,7 +27,7 @@ const STAGES = [
   ["response message: build and JSON text (bundleJson)", /\/dist\/fhir\//],
   ["duplicate memory", /\/dist\/pipeline\/(fingerprint|replay-cache)/],
   ["pipeline glue", /\/dist\/pipeline\//],
-  ["journal", /\/dist\/journal\//],
+  ["journal and its packed bodies", /\/dist\/(journal|text)\//],
   ["request log (a line per call, written to stdout)", /\/dist\/log\//],
   ["workspace choice", /\/dist\/workspace\//],
   ["app wiring, admin, CLI", /\/dist\//],

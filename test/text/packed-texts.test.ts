@@ -46,6 +46,17 @@ describe("packed texts", () => {
     expect(packed.packedBytes * 5).toBeLessThan(bytes);
   });
 
+  it("packs a full block only once the next one is full too, so that what was kept a moment ago is read as it is", () => {
+    const packed = new PackedTexts(1_000);
+    const text = (i: number) => `${"x".repeat(300)}${i}`;
+    for (let i = 0; i < 4; i++) packed.keep(text(i)); // the first block: three texts, the fourth opens the second
+
+    expect(packed.packedBytes).toBe(0);
+    for (let i = 4; i < 7; i++) packed.keep(text(i)); // the second block is full: the first is packed
+
+    expect(packed.packedBytes).toBeGreaterThan(0);
+  });
+
   it("keeps a text with a lone surrogate as it is (UTF-8 could not carry it)", () => {
     const packed = new PackedTexts(100);
     const lone = `${"a".repeat(200)}\ud800${"b".repeat(200)}`;
