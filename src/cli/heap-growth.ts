@@ -26,7 +26,7 @@ export function boundHeapGrowth(
   env: NodeJS.ProcessEnv = process.env,
   setFlags: (flags: string) => void = setFlagsFromString,
 ): boolean {
-  if (env.UAE_FHIR_SANDBOX_WRITE_CODE_CACHE) return false;
+  if (env.UAE_FHIR_SANDBOX_WRITE_CODE_CACHE === "1") return false;
   if (execArgv.some((arg) => FLAG.test(arg))) return false;
   setFlags(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
   return true;

@@ -91,7 +91,7 @@ export class Journal {
   }
 
   #record(draft: Omit<CallDraft, "secretHeaders">): void {
-    // Bodies are packed with other calls' bodies (PackedTexts): a tenth of the memory of keeping them as strings.
+    // Bodies are packed with other calls' bodies (PackedTexts): about a fifth of the memory of keeping them as strings.
     const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace, size }, this.#texts);
@@ -136,6 +136,11 @@ export class Journal {
 
   get size(): number {
     return this.#live();
+  }
+
+  /** Deflated bytes of the packed blocks its bodies went into (shared with the duplicate memory), so far. */
+  get packedBytes(): number {
+    return this.#texts.packedBytes;
   }
 
   /** Body bytes held (UTF-8), against limits.maxBytes. */
@@ -213,7 +218,6 @@ export class Journal {
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
-    this.#texts.clear();
     this.events.emit("journal:cleared");
   }
 }

@@ -72,18 +72,38 @@ export class RecordInterner {
 
   /** The kept part equal to this one, or this one, frozen (and kept, if small enough to recur). */
   #part(node: Record<string, unknown>): object {
-    const text = JSON.stringify(node);
+    // Serialized only when small: stringifying every level of a deep, large part would cost its size times its depth.
+    const text = small(node, MAX_PART) ? JSON.stringify(node) : undefined;
     // Only parts that are all JSON are kept and looked up: for them, the same text means the same value.
-    const shareable = text.length <= MAX_PART && plainJson(node);
+    const shareable = text !== undefined && text.length <= MAX_PART && plainJson(node);
     if (shareable) {
       const known = this.#parts.get(text);
       if (known !== undefined) return known;
     }
     this.#keepChildren(node);
     Object.freeze(node);
-    if (shareable) this.#parts.set(text, node);
+    if (shareable) this.#parts.set(text as string, node);
     return node;
   }
+}
+
+/**
+ * Whether the strings and keys within `node` come to at most `budget` characters: a lower bound of its JSON's
+ * length, found without walking past the budget.
+ */
+function small(node: unknown, budget: number): boolean {
+  let left = budget;
+  const walk = (value: unknown): boolean => {
+    if (typeof value === "string") left -= value.length;
+    else if (isObject(value)) {
+      for (const key of Object.keys(value)) {
+        left -= key.length;
+        if (left < 0 || !walk(value[key])) return false;
+      }
+    } else left -= 1;
+    return left >= 0;
+  };
+  return walk(node);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

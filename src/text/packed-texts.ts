@@ -1,6 +1,6 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 
-/** Characters of text gathered before a block is packed: about 70 add-allergy calls, a millisecond to deflate. */
+/** Characters of text gathered before a block is packed: about 50 add-allergy calls, a millisecond to deflate. */
 export const BLOCK_CHARS = 256 * 1024;
 
 /** Texts of the open block compared with a new one: the journal keeps the answer the duplicate memory kept just before. */
@@ -9,23 +9,44 @@ const RECENT = 16;
 /** Texts this short are kept as they are: a handle into a block would cost as much. */
 const KEPT_PLAIN = 64;
 
+/** UTF-8 takes at most three bytes for a UTF-16 code unit. */
+const MAX_UTF8_PER_CHAR = 3;
+
 /**
  * Where a block's texts are written as UTF-8 before deflating, one for the process (packing is synchronous): writing
- * each text into it costs a fifth of joining them and encoding the joined string. Grown when a block needs more.
+ * each text into it costs a fifth of joining them and encoding the joined string. Sized for a block of BLOCK_CHARS;
+ * a larger block (one text longer than a block) gets a buffer of its own, so that this never outgrows that.
  */
-let scratch = Buffer.alloc(0);
+const scratch = Buffer.allocUnsafe(BLOCK_CHARS * MAX_UTF8_PER_CHAR);
 
-/** Packed blocks whose text is kept decoded, for reads that walk the journal in order. */
-const DECODED_BLOCKS = 2;
+/**
+ * Packed blocks kept inflated, most recently read first, for the whole process: reads that walk a journal in order
+ * inflate each block once. Kept as UTF-8 bytes; each read decodes only its own text into a string of its own (a slice
+ * of a decoded block would keep the whole block alive for as long as the slice lives).
+ */
+const inflated: Array<{ block: Block; bytes: Buffer }> = [];
+const INFLATED_BLOCKS = 2;
 
 /** One block of texts: gathered as strings, then packed into one deflated buffer. */
 class Block {
-  /** The texts while the block is open (or if packing failed); undefined once packed. */
+  /** The texts while the block is open or waiting to be packed; undefined once packed. */
   texts: string[] | undefined = [];
-  /** Where each text ends in the block's text (characters). */
+  /** Where each text ends in the block: characters while gathering (for `length`)… */
   readonly ends: number[] = [];
+  /** …and UTF-8 bytes once packed. */
+  byteEnds: number[] | undefined;
   chars = 0;
   packed: Buffer | undefined;
+}
+
+/** The UTF-8 bytes of a packed block. */
+function inflatedBytes(block: Block): Buffer {
+  const at = inflated.findIndex((entry) => entry.block === block);
+  const entry = at >= 0 ? (inflated.splice(at, 1)[0] as (typeof inflated)[number]) : undefined;
+  const bytes = entry?.bytes ?? inflateRawSync(block.packed as Buffer);
+  inflated.unshift({ block, bytes });
+  if (inflated.length > INFLATED_BLOCKS) inflated.pop();
+  return bytes;
 }
 
 /**
@@ -34,17 +55,16 @@ class Block {
  */
 export class KeptText {
   constructor(
-    private readonly owner: PackedTexts | undefined,
     private readonly block: Block | string,
     private readonly index = 0,
   ) {}
 
   get text(): string {
-    if (typeof this.block === "string") return this.block;
-    const texts = this.block.texts;
-    if (texts) return texts[this.index] as string;
-    const decoded = (this.owner as PackedTexts).decoded(this.block);
-    return decoded.slice(this.block.ends[this.index - 1] ?? 0, this.block.ends[this.index]);
+    const { block, index } = this;
+    if (typeof block === "string") return block;
+    if (block.texts) return block.texts[index] as string;
+    const ends = block.byteEnds as number[];
+    return inflatedBytes(block).toString("utf8", ends[index - 1] ?? 0, ends[index]);
   }
 
   /** The text's length in characters, without unpacking it. */
@@ -59,7 +79,7 @@ export class KeptText {
 
   /** A text kept as it is, outside any block. */
   static plain(text: string): KeptText {
-    return new KeptText(undefined, text);
+    return new KeptText(text);
   }
 }
 
@@ -67,21 +87,20 @@ export class KeptText {
  * Large texts kept for later reading (journaled bodies, remembered answers)
  * packed together: texts are gathered into blocks of BLOCK_CHARS characters,
  * and a full block is deflated as one. Calls of one sandbox repeat each other
- * (the same resources, codes and headers), so a block packs about tenfold —
+ * (the same resources, codes and headers), so a block packs about fivefold —
  * where deflating each body alone packs about twofold at ten times the cost.
  * A block is freed when no KeptText of it is left. Reading a packed text
- * inflates its block (about a millisecond), and the last DECODED_BLOCKS
- * blocks read stay decoded, so walking a journal in order inflates each
- * block once.
+ * inflates its block (a fraction of a millisecond); the last blocks read stay
+ * inflated, so walking a journal in order inflates each block once.
  */
 export class PackedTexts {
   #open = new Block();
   /**
    * The last full block, packed only when the open one fills in turn: what was kept a moment ago (a call's request,
-   * read by the request log and the journal file as it is recorded) is never read back from a packed block.
+   * read by the request log and the journal file as it is recorded) is read as it is, unless calls larger than a
+   * block come in a burst.
    */
   #full: Block | undefined;
-  #decoded: Array<{ block: Block; text: string }> = [];
   #packedBytes = 0;
 
   constructor(private readonly blockChars = BLOCK_CHARS) {}
@@ -92,7 +111,7 @@ export class PackedTexts {
     let block = this.#open;
     const texts = block.texts as string[];
     for (let i = texts.length - 1; i >= 0 && i >= texts.length - RECENT; i--) {
-      if (texts[i] === text) return new KeptText(this, block, i);
+      if (texts[i] === text) return new KeptText(block, i);
     }
     if (block.chars > 0 && block.chars + text.length > this.blockChars) {
       if (this.#full) this.#pack(this.#full);
@@ -103,39 +122,33 @@ export class PackedTexts {
     into.push(text);
     block.chars += text.length;
     block.ends.push(block.chars);
-    return new KeptText(this, block, into.length - 1);
+    return new KeptText(block, into.length - 1);
   }
 
-  /** Deflated bytes of the blocks packed so far (freed blocks included): for the benchmark's figures. */
+  /** Deflated bytes of the blocks packed so far (freed blocks included): for the benchmark's figures and tests. */
   get packedBytes(): number {
     return this.#packedBytes;
   }
 
   #pack(block: Block): void {
     const texts = block.texts as string[];
-    // UTF-8 takes at most three bytes for a UTF-16 code unit.
-    if (scratch.length < block.chars * 3) scratch = Buffer.allocUnsafe(block.chars * 3);
+    const room = block.chars * MAX_UTF8_PER_CHAR;
+    const into = room <= scratch.length ? scratch : Buffer.allocUnsafe(room);
+    const byteEnds: number[] = [];
     let bytes = 0;
-    for (const text of texts) bytes += scratch.write(text, bytes, "utf8");
+    for (const text of texts) {
+      bytes += into.write(text, bytes, "utf8");
+      byteEnds.push(bytes);
+    }
     // Level 1: nine tenths of the best packing of these texts at a third of the default level's cost.
-    block.packed = deflateRawSync(scratch.subarray(0, bytes), { level: 1 });
+    block.packed = deflateRawSync(into.subarray(0, bytes), { level: 1 });
+    block.byteEnds = byteEnds;
     this.#packedBytes += block.packed.length;
     block.texts = undefined;
   }
 
-  /** The whole text of a packed block. */
-  decoded(block: Block): string {
-    const hit = this.#decoded.find((d) => d.block === block);
-    if (hit) return hit.text;
-    const text = inflateRawSync(block.packed as Buffer).toString("utf8");
-    this.#decoded.unshift({ block, text });
-    if (this.#decoded.length > DECODED_BLOCKS) this.#decoded.pop();
-    return text;
-  }
-
-  /** Forgets the decoded blocks and the blocks being filled (the journal was cleared). */
+  /** Starts afresh (the workspace was reset): texts kept so far stay readable, as they are, until they are dropped. */
   clear(): void {
-    this.#decoded = [];
     this.#full = undefined;
     this.#open = new Block();
   }

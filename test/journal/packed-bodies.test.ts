@@ -24,7 +24,7 @@ async function send(app: ReturnType<typeof createApp>["app"], body: string) {
 
 describe("journal bodies packed with other calls' bodies", () => {
   it("shows the oldest calls' bodies exactly as they crossed the wire, long after they were packed", async () => {
-    const { app } = createApp();
+    const { app, journal } = createApp();
     const sent: string[] = [];
     const answers: string[] = [];
     for (let i = 0; i < 120; i++) {
@@ -35,6 +35,7 @@ describe("journal bodies packed with other calls' bodies", () => {
     }
 
     const calls = await listCalls(app, "cursor=0&limit=200");
+    expect(journal.packedBytes).toBeGreaterThan(0);
     // The answers name the patient in Arabic too: text that is not Latin-1 is packed and read back as well.
     expect(answers.filter((a) => /[\u0600-\u06ff]/.test(a))).toHaveLength(120);
 
@@ -46,7 +47,7 @@ describe("journal bodies packed with other calls' bodies", () => {
   });
 
   it("answers a resend of an early message with its original answer, and a changed one with 409", async () => {
-    const { app } = createApp();
+    const { app, journal } = createApp();
     const original = message(0);
     const first = await send(app, original);
     for (let i = 1; i < 80; i++) expect((await send(app, message(i))).status).toBe(200);
@@ -55,6 +56,7 @@ describe("journal bodies packed with other calls' bodies", () => {
     // The same MessageHeader id with other content (new entry ids and timestamp).
     const changed = await send(app, message(0));
 
+    expect(journal.packedBytes).toBeGreaterThan(0);
     expect(again.status).toBe(200);
     expect(again.headers.get("x-sandbox-duplicate")).toBe("true");
     expect(again.text).toBe(first.text);
@@ -62,8 +64,8 @@ describe("journal bodies packed with other calls' bodies", () => {
   });
 
   it("streams every call's bodies as NDJSON", async () => {
-    const { app } = createApp();
-    const sent = Array.from({ length: 60 }, (_, i) => message(i));
+    const { app, journal } = createApp();
+    const sent = Array.from({ length: 90 }, (_, i) => message(i));
     for (const body of sent) await send(app, body);
 
     const res = await app.request("/__admin/calls?format=ndjson");
@@ -72,6 +74,22 @@ describe("journal bodies packed with other calls' bodies", () => {
       .split("\n")
       .map((l) => JSON.parse(l));
 
+    expect(journal.packedBytes).toBeGreaterThan(0);
     expect(lines.map((l) => l.request.body)).toEqual(sent.map((s) => JSON.parse(s)));
+  });
+
+  it("still answers a resend with its original answer after the journal was cleared", async () => {
+    const { app, journal } = createApp();
+    const original = message(0);
+    const first = await send(app, original);
+    for (let i = 1; i < 60; i++) await send(app, message(i));
+    expect((await app.request("/__admin/calls", { method: "DELETE" })).status).toBeLessThan(300);
+    for (let i = 60; i < 120; i++) await send(app, message(i));
+
+    const again = await send(app, original);
+
+    expect(journal.packedBytes).toBeGreaterThan(0);
+    expect(again.headers.get("x-sandbox-duplicate")).toBe("true");
+    expect(again.text).toBe(first.text);
   });
 });

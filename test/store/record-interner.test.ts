@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { RecordInterner } from "../../src/store/record-interner.js";
 
 // What the store keeps: frozen, with one copy of each recurring part and
@@ -117,5 +117,28 @@ describe("RecordInterner", () => {
     expect(interner.size.parts).toBeLessThanOrEqual(2_048);
     expect(small.size.strings).toBeLessThanOrEqual(100);
     expect(small.size.parts).toBeLessThanOrEqual(50);
+  });
+});
+
+describe("a deep, large part", () => {
+  it("is serialized at most once: what a hostile message costs stays proportional to its size", () => {
+    let node: Record<string, unknown> = { url: "http://example.org/leaf", valueString: "a".repeat(100_000) };
+    for (let i = 0; i < 60; i++) node = { url: `http://example.org/level-${i}`, extension: [node] };
+    const record = { resourceType: "AllergyIntolerance", extension: [node] };
+    let serialized = 0;
+    const stringify = JSON.stringify;
+    const spy = vi.spyOn(JSON, "stringify").mockImplementation((...args: Parameters<typeof JSON.stringify>) => {
+      const text = stringify(...args);
+      serialized += text?.length ?? 0;
+      return text;
+    });
+    try {
+      new RecordInterner().keep(record);
+    } finally {
+      spy.mockRestore();
+    }
+
+    expect(serialized).toBeLessThan(2 * 100_000);
+    expect(Object.isFrozen(node)).toBe(true);
   });
 });

@@ -1,15 +1,12 @@
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { KeptText, PackedTexts } from "../../src/text/packed-texts.js";
-
-const EXAMPLES = new URL("../../../shared/fhir-examples/", import.meta.url);
-const example = (file: string) => readFileSync(new URL(file, EXAMPLES), "utf8");
+import { example } from "../support/messages.js";
 
 /** Real R4 JSON (the specification's own examples), each made distinct by an id, as calls of one sandbox are. */
 function texts(n: number): string[] {
   const files = ["allergyintolerance-example.json", "condition-example.json", "patient-example.json"];
   return Array.from({ length: n }, (_, i) => {
-    const resource = JSON.parse(example(files[i % files.length] as string));
+    const resource = example(files[i % files.length] as string);
     return JSON.stringify({ ...resource, id: `r-${i}` });
   });
 }
