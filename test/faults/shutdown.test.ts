@@ -40,11 +40,19 @@ interface Line {
   response: { status: number } | null;
 }
 
-const linesOf = (file: string): Line[] =>
-  readFileSync(file, "utf8")
+/**
+ * The file's lines. A SIGKILL during a write can leave the last line cut off (no newline): the call it records was
+ * not answered yet, and the next start moves the line aside. `cutOff: "allowed"` leaves such a line out; otherwise
+ * every line must be whole.
+ */
+function linesOf(file: string, cutOff: "allowed" | "refused" = "refused"): Line[] {
+  const text = readFileSync(file, "utf8");
+  const whole = cutOff === "allowed" && !text.endsWith("\n") ? text.slice(0, text.lastIndexOf("\n") + 1) : text;
+  return whole
     .split("\n")
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Line);
+}
 
 /** Every call the client got a 200 for has its line, with the same MessageHeader id and status. */
 function expectAllInFile(answered: readonly Answered[], lines: readonly Line[]): void {
@@ -117,7 +125,7 @@ describe("SIGKILL under load", { timeout: 30_000 }, () => {
     await load.stop();
     await expect(slow.answer).rejects.toThrow();
 
-    const before = linesOf(file);
+    const before = linesOf(file, "allowed");
     expectAllInFile(load.answered, before);
     const lastIssued = Number(before.at(-1)?.highestIdIssued);
     expect(lastIssued).toBeGreaterThanOrEqual(Math.max(...load.answered.map((a) => Number(a.callId))));
