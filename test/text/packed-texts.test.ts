@@ -34,13 +34,16 @@ describe("packed texts", () => {
   });
 
   it("packs calls of one kind about fivefold or better", () => {
-    const packed = new PackedTexts();
+    const blockChars = 64 * 1024;
+    const packed = new PackedTexts(blockChars);
     const originals = texts(600);
     for (const t of originals) packed.keep(t);
 
-    const bytes = originals.reduce((sum, t) => sum + Buffer.byteLength(t), 0);
-    expect(packed.packedBytes).toBeGreaterThan(0);
-    expect(packed.packedBytes * 5).toBeLessThan(bytes);
+    // The last two blocks (the open one and the full one before it) are not packed yet: a block's worth more left out,
+    // for characters longer than a byte.
+    const packedInput = originals.reduce((sum, t) => sum + Buffer.byteLength(t), 0) - 3 * blockChars;
+    expect(packedInput).toBeGreaterThan(10 * blockChars);
+    expect(packed.packedBytes * 5).toBeLessThan(packedInput);
   });
 
   it("packs a full block only once the next one is full too, so that what was kept a moment ago is read as it is", () => {
