@@ -67,7 +67,11 @@ export async function startSharedSandbox(
   );
   const token = async (team: Team, scope?: string) => {
     const t = TEAMS[team];
-    const form = new URLSearchParams({ grant_type: "client_credentials", client_id: t.client, client_secret: t.secret });
+    const form = new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: t.client,
+      client_secret: t.secret,
+    });
     if (scope) form.set("scope", scope);
     const reply = await http(`${url}/oauth2/token`, {
       method: "POST",
@@ -119,7 +123,11 @@ export async function genuineCall(sandbox: SharedSandbox, team: Team): Promise<E
   expect(reply.status, reply.text).toBe(200);
   const callId = reply.headers.get("x-sandbox-call-id");
   expect(callId).toBeTruthy();
-  return { team, callId: callId as string, messageId: (bundle.entry?.[0]?.resource as MessageHeader).id as string };
+  return {
+    team,
+    callId: callId as string,
+    messageId: (bundle.entry?.[0]?.resource as MessageHeader | undefined)?.id as string,
+  };
 }
 
 /** Runs `work` and says how long it took (wall clock, ms). */
