@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { watch } from "node:fs";
 import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
+import { type AdminTokens, adminRefusal } from "./admin/auth.js";
 import { LiveEvents } from "./admin/live-events.js";
 import { type AuthDeps, createAuth } from "./auth/auth.js";
 import { isAuthPath } from "./auth/discovery.js";
@@ -22,6 +23,7 @@ import { CallIds } from "./journal/call-ids.js";
 import type { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
 import { Redaction } from "./journal/redact.js";
+import { REFUSED_LOG_LIMITS, RefusedLog } from "./journal/refused-log.js";
 import { consoleLogger, type Logger, type SandboxLogger, withWarn } from "./log/logger.js";
 import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
@@ -165,6 +167,8 @@ export function createApp(
     ...deps,
     // A token request is journaled in its client's workspace once the client is known (if it can be used).
     clientIn: (c, name) => {
+      // A caller that proved a client: no longer anonymous (CONTRACT §15), and its workspace may be made.
+      c.set("anonymous", false);
       const found = workspaces?.use(name, "The client's workspace");
       if (found?.ok) c.set("workspace", found.workspace);
     },
@@ -230,6 +234,8 @@ export function createApp(
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );
+  const redaction = new Redaction(options.redactHeaders);
+  const refused = new RefusedLog(REFUSED_LOG_LIMITS, events, redaction);
   const shared: WorkspaceShared = {
     options,
     deps,
@@ -238,7 +244,7 @@ export function createApp(
     folder,
     dispatcher,
     callIds,
-    redaction: new Redaction(options.redactHeaders),
+    redaction,
     events,
     profiles: new ProfileCache(),
     interner: new RecordInterner(),
@@ -266,6 +272,18 @@ export function createApp(
   const app = new Hono<EdgeEnv>({ getPath: routedPath });
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
   if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
+  // Before the workspace choice, so that the calls it refuses are recorded too (in the refused log). Admin calls
+  // are not recorded, nor the landing page: it is not a call to the exchange.
+  const record = recordCalls({ now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next(), events });
+  app.use("*", async (c, next) => {
+    const { path, method } = c.req;
+    const landing = path === "/" && (method === "GET" || method === "HEAD");
+    return path.startsWith("/__admin/") || path === "/__admin" || landing ? next() : record(c, next);
+  });
+  const adminTokens: AdminTokens = {
+    global: options.adminToken,
+    ...(auth ? { workspace: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken } : {}),
+  };
   app.use(
     "*",
     chooseWorkspace({
@@ -273,6 +291,16 @@ export function createApp(
       ...(auth ? { authenticate: auth.authenticate } : {}),
       isMessagePath: (path) => messagePaths.has(path),
       isAuthPath,
+      adminRefusal: (c, workspace) =>
+        adminRefusal(
+          adminTokens,
+          { workspace },
+          {
+            method: c.req.method,
+            path: c.req.path,
+            authorization: c.req.header("authorization"),
+          },
+        ),
     }),
   );
   app.use("/__admin/*", async (c, next) => {
@@ -300,6 +328,7 @@ export function createApp(
       ...(auth
         ? { workspaceAdminToken: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken }
         : {}),
+      refused,
       version: VERSION,
       startedAt,
       now: deps.now,
@@ -311,7 +340,6 @@ export function createApp(
       allocation: options.allocation,
     }),
   );
-  // Before the recorder: the landing page is not a call to the exchange.
   app.get("/", (c) =>
     landingPage(c, {
       basePath: options.basePath,
@@ -319,8 +347,6 @@ export function createApp(
       tokenRequired: options.adminToken !== undefined || auth?.workspaceAdminToken(c.get("workspace").id) !== undefined,
     }),
   );
-  const record = recordCalls({ now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next() });
-  app.use("*", async (c, next) => (c.req.path.startsWith("/__admin/") ? next() : record(c, next)));
   auth?.mount(app);
   mountMessageRoutes(app, catalogue.paths, options, deps.fetch);
   mountCapabilityRoutes(app, {

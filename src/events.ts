@@ -7,6 +7,12 @@ import type { Order } from "./orders/order.js";
 export interface SandboxEventMap {
   /** An inbound call was answered, or an outbound delivery attempt ended. */
   "call:completed": [CallDraft];
+  /**
+   * A call that belongs to no workspace (CONTRACT §15): of a caller without a valid token under --auth oauth2, or
+   * refused before any workspace took it. `workspace` is the one its request named (null: no valid name). The
+   * refused log observes it; no journal does.
+   */
+  "call:anonymous": [{ workspace: string | null; call: CallDraft }];
   /** The journal stored a call. */
   "call:recorded": [CallRecord];
   /** The journal was emptied (DELETE /__admin/calls, a reset). */

@@ -16,6 +16,7 @@ import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
 import { REDACTED } from "../journal/redact.js";
+import type { RefusedLog } from "../journal/refused-log.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
 import type { AllocationPolicy } from "../orders/order-book.js";
@@ -27,8 +28,9 @@ import { operationNames } from "../routing/operation-names.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import type { PatientSummary } from "../store/sandbox-store.js";
 import { uiRoutes } from "../ui/ui-routes.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
-import { type AdminScope, adminAuth } from "./auth.js";
+import { type AdminScope, type AdminTokens, adminAuth, mayRead } from "./auth.js";
 import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
 import { resendRequest } from "./resend.js";
@@ -60,11 +62,20 @@ export interface AdminDeps {
   allocation: AllocationPolicy;
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
+  /** The calls that belong to no workspace (GET /__admin/refused). */
+  refused: RefusedLog;
 }
 
 /** The endpoints that act on the whole sandbox rather than the request's workspace. */
 const sandboxWide = (path: string) =>
   path === "/__admin/workspaces" || path.startsWith("/__admin/workspaces/") || path === "/__admin/scenarios/reload";
+
+/**
+ * What health shows a caller who may not read the workspace it asked in (CONTRACT §15): the sandbox-wide facts a
+ * container health check or a monitor needs, no workspace's figures. A list of what is shown, so that a figure
+ * added later stays hidden until it is put here.
+ */
+const OPEN_HEALTH = ["status", "version", "uptimeSeconds", "workspaces", "memory", "pushes", "liveClients", "server"];
 
 function problem(
   status: 400 | 404 | 408 | 413,
@@ -210,20 +221,25 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.route("/ui", uiRoutes({ tokenRequired, workspace, version: deps.version }));
   // Queries name operations as rules do, and pushes too (outbound calls carry their event code).
   const names = operationNames(deps.catalogue, { pushes: true });
-  const scopeOf = (c: Context): AdminScope =>
-    sandboxWide(c.req.path) ? "sandbox" : { workspace: (c as Context<EdgeEnv>).get("workspace").id };
-  admin.use(
-    "*",
-    adminAuth(
-      { global: deps.adminToken, workspace: deps.workspaceAdminToken, anyWorkspaceToken: deps.anyWorkspaceToken },
-      scopeOf,
-    ),
-  );
+  const scopeOf = (c: Context): AdminScope => {
+    const { id } = (c as Context<EdgeEnv>).get("workspace");
+    // The refused log asked for outside any workspace is the whole sandbox's; in one, only what named it.
+    const wide = sandboxWide(c.req.path) || (c.req.path === "/__admin/refused" && id === DEFAULT_WORKSPACE);
+    return wide ? "sandbox" : { workspace: id };
+  };
+  const tokens: AdminTokens = {
+    global: deps.adminToken,
+    workspace: deps.workspaceAdminToken,
+    anyWorkspaceToken: deps.anyWorkspaceToken,
+  };
+  admin.use("*", adminAuth(tokens, scopeOf));
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
-    const { journal, store } = c.get("workspace");
-    return c.json({
+    const { journal, store, id } = c.get("workspace");
+    const authorization = c.req.header("authorization");
+    const wide = mayRead(tokens, "sandbox", authorization);
+    const figures = {
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
@@ -246,7 +262,19 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       pushes: deps.pushes(),
       liveClients: deps.live.open,
       ...deps.health(),
-    });
+      refused: wide ? deps.refused.counts() : { kept: deps.refused.list(id).length },
+    };
+    // Health needs no token; a workspace's figures need what its admin API needs.
+    if (mayRead(tokens, { workspace: id }, authorization)) return c.json(figures);
+    return c.json(Object.fromEntries(Object.entries(figures).filter(([key]) => OPEN_HEALTH.includes(key))));
+  });
+
+  // Calls that belong to no workspace (CONTRACT §15): the whole log for the sandbox's admin, else what named this one.
+  admin.get("/refused", (c) => {
+    const { id } = c.get("workspace");
+    const wide = scopeOf(c) === "sandbox";
+    const only = wide ? c.req.query("workspace") : id;
+    return c.json({ ...deps.refused.counts(), calls: deps.refused.list(only) });
   });
 
   admin.get("/operations", (c) =>

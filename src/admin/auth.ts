@@ -24,13 +24,55 @@ const unauthorized = (diagnostics: string) =>
   });
 
 /**
- * Bearer-token check for the admin API; `/health` stays open for container
- * health checks. On one workspace's endpoints the global token or that
+ * Why a request may not act on `scope` through the admin API, as the answer
+ * to send (401, or 403 for a sandbox-wide endpoint no token can open); undefined
+ * when it may. On one workspace's endpoints the global token or that
  * workspace's own is accepted, and the API is open when neither is set. The
  * sandbox-wide endpoints take the global token only: without one they are
  * open only while no workspace has a token of its own (403 otherwise, as a
  * workspace's token must not manage the others).
  */
+export function adminRefusal(
+  tokens: AdminTokens,
+  scope: AdminScope,
+  request: { method: string; path: string; authorization: string | undefined },
+): Response | undefined {
+  const own = scope === "sandbox" ? undefined : tokens.workspace?.(scope.workspace);
+  const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
+  if (accepted.length === 0) {
+    if (scope !== "sandbox" || !tokens.anyWorkspaceToken) return undefined;
+    return new Response(
+      JSON.stringify(
+        operationOutcome([
+          issue(
+            "forbidden",
+            `${request.method} ${request.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
+          ),
+        ]),
+      ),
+      { status: 403, headers: { "content-type": FHIR_JSON } },
+    );
+  }
+  const given = /^Bearer\s+(.+)$/i.exec(request.authorization ?? "")?.[1]?.trim();
+  if (given !== undefined && accepted.some((token) => sameSecret(given, token))) return undefined;
+  const which =
+    scope === "sandbox"
+      ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN); a workspace's own admin token opens only that workspace's admin API"
+      : own === undefined
+        ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN)"
+        : `--admin-token, or the adminToken of workspace ${scope.workspace} in the clients file`;
+  return unauthorized(
+    given === undefined
+      ? `The admin API needs a bearer token: send Authorization: Bearer <token>, the token being ${which}.`
+      : `The bearer token is wrong: send ${which}.`,
+  );
+}
+
+/** Whether a request (its Authorization header) may read `scope` through the admin API: what health shows it. */
+export const mayRead = (tokens: AdminTokens, scope: AdminScope, authorization: string | undefined): boolean =>
+  adminRefusal(tokens, scope, { method: "GET", path: "", authorization }) === undefined;
+
+/** Bearer-token check for the admin API (adminRefusal); `/health` stays open for container health checks. */
 export function adminAuth(
   tokens: AdminTokens,
   scopeOf: (c: Context) => AdminScope = () => ({ workspace: DEFAULT_WORKSPACE }),
@@ -38,36 +80,11 @@ export function adminAuth(
   return async (c, next) => {
     // Exact path: a suffix test would let any unknown path ending in /__admin/health past the token.
     if (c.req.path === "/__admin/health") return next();
-    const scope = scopeOf(c);
-    const own = scope === "sandbox" ? undefined : tokens.workspace?.(scope.workspace);
-    const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
-    if (accepted.length === 0) {
-      if (scope !== "sandbox" || !tokens.anyWorkspaceToken) return next();
-      return new Response(
-        JSON.stringify(
-          operationOutcome([
-            issue(
-              "forbidden",
-              `${c.req.method} ${c.req.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
-            ),
-          ]),
-        ),
-        { status: 403, headers: { "content-type": FHIR_JSON } },
-      );
-    }
-    const header = c.req.header("authorization") ?? "";
-    const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();
-    if (given !== undefined && accepted.some((token) => sameSecret(given, token))) return next();
-    const which =
-      scope === "sandbox"
-        ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN); a workspace's own admin token opens only that workspace's admin API"
-        : own === undefined
-          ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN)"
-          : `--admin-token, or the adminToken of workspace ${scope.workspace} in the clients file`;
-    return unauthorized(
-      given === undefined
-        ? `The admin API needs a bearer token: send Authorization: Bearer <token>, the token being ${which}.`
-        : `The bearer token is wrong: send ${which}.`,
-    );
+    const refusal = adminRefusal(tokens, scopeOf(c), {
+      method: c.req.method,
+      path: c.req.path,
+      authorization: c.req.header("authorization"),
+    });
+    return refusal ?? next();
   };
 }

@@ -16,6 +16,13 @@ export interface EdgeVariables {
   workspacePrefix: string;
   /** With --auth oauth2, on a message path: who the token speaks for, or why it is refused. */
   access: Access | undefined;
+  /**
+   * The caller proved no client (CONTRACT §15): under --auth oauth2, it sent no valid access token (or, at the
+   * token endpoint, no valid client authentication). Its call goes to the refused log, never a workspace's journal.
+   */
+  anonymous: boolean;
+  /** The workspace the request named (its prefix or header; default when none), null when it was no valid name. */
+  namedWorkspace: string | null;
   /** The call being recorded, filled in as it goes; absent where nothing records (the admin API). */
   call: CallState | undefined;
 }

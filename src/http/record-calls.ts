@@ -1,5 +1,8 @@
 import type { MiddlewareHandler } from "hono";
+import type { SandboxEvents } from "../events.js";
+import type { CallDraft } from "../journal/call-record.js";
 import { headerRecord } from "../journal/redact.js";
+import type { Workspace } from "../workspace/workspace.js";
 import { newCallState, requestUrl } from "./call-state.js";
 import type { EdgeEnv } from "./fhir-response.js";
 import { requestHeaders } from "./request-headers.js";
@@ -10,12 +13,18 @@ export interface RecorderDeps {
   monotonic(): number;
   /** The journal id of a call starting now (the process-wide sequence). */
   reserveId(): string;
+  /** The sandbox-wide bus: calls that belong to no workspace are announced there (the refused log listens). */
+  events: SandboxEvents;
 }
 
 /**
  * Wraps every non-admin call: when it has been answered, announces it as a
  * `call:completed` event of its workspace with what the handlers left in its
  * call state (headers as they came: the journal redacts before it stores).
+ * A call that belongs to no workspace — an anonymous caller's under --auth
+ * oauth2, or one refused before a workspace was chosen — is announced as
+ * `call:anonymous` on the sandbox-wide bus instead (CONTRACT §15): one
+ * recorder, and the observers decide what to keep.
  */
 export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -45,7 +54,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
       const { fault } = call;
       // A reset or a timeout sends nothing: there is no response to record, only the fault.
       const unanswered = fault === "connection-reset" || fault === "timeout";
-      c.get("workspace").events.emit("call:completed", {
+      const draft: CallDraft = {
         id: call.id,
         direction: "inbound",
         at: call.at,
@@ -72,7 +81,11 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
               headers: call.answered ? call.answered.headers : headerRecord(c.res.headers),
               body: call.responseText,
             },
-      });
+      };
+      // Unset when the workspace choice refused the call.
+      const workspace = c.get("workspace") as Workspace | undefined;
+      if (workspace && !c.get("anonymous")) workspace.events.emit("call:completed", draft);
+      else deps.events.emit("call:anonymous", { workspace: c.get("namedWorkspace") ?? null, call: draft });
     }
   };
 }

@@ -1,10 +1,10 @@
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler } from "hono";
 import { getPath } from "hono/utils/url";
 import type { Access } from "../auth/bearer.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
-import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
+import { issue } from "../fhir/outcome.js";
+import { DEFAULT_WORKSPACE, isWorkspaceName } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
-import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
+import { type EdgeEnv, outcomeResponse } from "./fhir-response.js";
 import { requestHeader } from "./request-headers.js";
 
 /** The header that names a workspace when the path does not (CONTRACT §13). */
@@ -43,17 +43,28 @@ export interface WorkspaceChoiceDeps {
   isMessagePath(path: string): boolean;
   /** Whether a routed path is an OAuth2 endpoint or discovery document (open to callers without a token). */
   isAuthPath?: (path: string) => boolean;
+  /**
+   * With --auth oauth2, for an admin request naming a workspace not held: the admin API's refusal of its token
+   * (401), if it refuses it. Either way the workspace is not made.
+   */
+  adminRefusal?: (c: Context<EdgeEnv>, workspace: string) => Response | undefined;
 }
 
 /**
  * Chooses the workspace a request acts in (CONTRACT §13), in order: the
  * OAuth2 client's (a verified token on a message path; a prefix or header
  * naming another workspace is then refused with 403), the path prefix
- * `/w/{workspace}`, the X-Sandbox-Workspace header, else default. A request
- * without a usable token is answered 401 later and journaled in the
- * workspace it names. Sets `workspace`, `workspacePrefix` (the prefix the
- * URL came with, for the URLs the answer names) and `access`; answers
+ * `/w/{workspace}`, the X-Sandbox-Workspace header, else default. Sets
+ * `workspace`, `workspacePrefix` (the prefix the URL came with, for the URLs
+ * the answer names), `access`, `namedWorkspace` and `anonymous`; answers
  * itself only when the workspace cannot be used (400, 404, 503).
+ *
+ * Under --auth oauth2 a caller is anonymous until it proves a client (a valid
+ * token here, valid client authentication at the token endpoint), and an
+ * anonymous caller makes no workspace (CONTRACT §15): naming one not held, it
+ * gets the 401 a message path gives (answered in default, whose journal it
+ * does not enter either), the token endpoint's and discovery's answers, the
+ * admin API's 401, or else a 404 — and nothing is made.
  */
 export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
@@ -65,8 +76,11 @@ export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<Ed
         : inHeader !== undefined
           ? { name: inHeader, via: `The ${WORKSPACE_HEADER} header` }
           : undefined;
+    c.set("namedWorkspace", named === undefined ? DEFAULT_WORKSPACE : isWorkspaceName(named.name) ? named.name : null);
+    // Without OAuth2 the prefix or header says whose call it is; with it, only a proven client's is anyone's.
+    c.set("anonymous", deps.authenticate !== undefined);
     const bad = named && deps.workspaces.nameProblem(named.name, named.via);
-    if (bad) return refuse(bad.status, bad.issues, bad.headers);
+    if (bad) return outcomeResponse(c, bad.status, bad.issues, bad.headers);
 
     let chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
     let access: Access | undefined;
@@ -74,23 +88,46 @@ export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<Ed
       access = await deps.authenticate(requestHeader(c, "authorization"));
       if (access.ok) {
         const { clientId, workspace } = access.principal;
+        c.set("anonymous", false);
         if (named && named.name !== workspace) access = mismatch(clientId, workspace, named);
         chosen = { name: workspace, via: `The access token of client ${clientId}` };
       }
     }
-    // Under OAuth2 a caller without a valid token makes no workspace: its 401 (or its token request, its
-    // discovery read) is journaled in default, else anonymous requests could fill --max-workspaces.
     if (deps.authenticate && chosen === named && !deps.workspaces.exists(named.name)) {
-      const unauthenticated = access ? !access.ok : !!deps.isAuthPath?.(c.req.path);
-      if (unauthenticated) chosen = { name: DEFAULT_WORKSPACE, via: "The request" };
+      // A message's 401 and the token endpoint's and discovery's answers are the same in any workspace: default
+      // stands in (its journal keeps none of it: the call is anonymous). Anything else is refused here.
+      if (access === undefined && !deps.isAuthPath?.(c.req.path)) return unknownWorkspace(c, named, deps);
+      chosen = { name: DEFAULT_WORKSPACE, via: "The request" };
     }
     const found = deps.workspaces.use(chosen.name, chosen.via);
-    if (!found.ok) return refuse(found.refusal.status, found.refusal.issues, found.refusal.headers);
+    if (!found.ok) return outcomeResponse(c, found.refusal.status, found.refusal.issues, found.refusal.headers);
     c.set("workspace", found.workspace);
     c.set("workspacePrefix", inPath !== undefined ? `${PREFIX}${inPath}` : "");
     c.set("access", access);
     return next();
   };
+}
+
+/**
+ * The answer to a caller without a token that names a workspace not held (under --auth oauth2): the admin API's
+ * 401 where its token is refused, else a 404 that names no workspace that exists.
+ */
+function unknownWorkspace(
+  c: Context<EdgeEnv>,
+  named: { name: string; via: string },
+  deps: WorkspaceChoiceDeps,
+): Response {
+  const path = c.req.path;
+  // Health and the dashboard's pages need no token: they are not the admin API's to refuse.
+  const guarded = path.startsWith("/__admin/") && path !== "/__admin/health" && !path.startsWith("/__admin/ui");
+  const refused = guarded ? deps.adminRefusal?.(c, named.name) : undefined;
+  if (refused) return refused;
+  return outcomeResponse(c, 404, [
+    issue(
+      "not-found",
+      `${named.via} names workspace ${named.name}, which this sandbox does not hold. It runs with --auth oauth2: a workspace is made only by a valid access token of one of its clients (POST /oauth2/token, then a message with Authorization: Bearer <token>); the others are those its clients file and --workspaces name.`,
+    ),
+  ]);
 }
 
 /** A token acts in its client's workspace only: another one named beside it is refused, not silently ignored. */
@@ -108,11 +145,4 @@ function mismatch(clientId: string, workspace: string, named: { name: string; vi
       headers: {},
     },
   };
-}
-
-function refuse(status: number, issues: ReturnType<typeof issue>[], headers: Record<string, string>): Response {
-  return new Response(JSON.stringify(operationOutcome(issues)), {
-    status,
-    headers: { "content-type": FHIR_JSON, ...headers },
-  });
 }

@@ -2,13 +2,14 @@ import type { AllergyIntolerance, Patient } from "fhir/r4.js";
 import type { Hono } from "hono";
 import * as oauth from "oauth4webapi";
 import { describe, expect, it } from "vitest";
+import { admin, listCalls } from "../admin/admin-client.js";
 import { OPERATION_CASES } from "../routing/operation-messages.js";
-import { journalledCall } from "../routing/response-checks.js";
 import { envelope, example, messageBundle, post, STANDARD } from "../support/messages.js";
 import { authSandbox, ISSUER, libraryOptions, libraryToken, SCOPE_OF, withToken } from "./oauth-support.js";
 
 // The message paths as a resource server (CONTRACT §13, RFC 6750): 401 without a usable token, 403 without
-// the operation's scope, each journaled; what stays open.
+// the operation's scope; what stays open. A 403 (a valid token) is journaled in the client's workspace; a 401 is
+// an anonymous caller's and goes to the refused log, never a journal (CONTRACT §15, issue 21).
 
 const CLIENTS = `clients:
   - { id: everything, secret: everything-secret }
@@ -68,25 +69,31 @@ describe("401: no usable access token", () => {
     ],
   ];
 
-  it.each(cases)("%s → 401 login, WWW-Authenticate Bearer error=invalid_token, journaled", async (_, headers, says) => {
-    const app = sandbox();
-    const request = allergy();
+  it.each(cases)(
+    "%s → 401 login, WWW-Authenticate Bearer error=invalid_token, in the refused log",
+    async (_, headers, says) => {
+      const app = sandbox();
+      const request = allergy();
 
-    const reply = await post(app, request, { headers: await headers(app) });
+      const reply = await post(app, request, { headers: await headers(app) });
 
-    expect(reply.status).toBe(401);
-    expect(reply.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
-    expect(reply.body).toMatchObject({
-      resourceType: "OperationOutcome",
-      issue: [{ severity: "error", code: "login" }],
-    });
-    expect(reply.body.issue[0].diagnostics).toMatch(says);
-    const params = challenge(reply.headers.get("www-authenticate"));
-    expect(params).toMatchObject({ realm: "uae-fhir-sandbox", error: "invalid_token" });
-    expect(params.error_description).toMatch(says);
-    const call = await journalledCall(app, request.entry?.[0]?.resource?.id as string);
-    expect(call).toMatchObject({ operation: "add-allergy", response: { status: 401 } });
-  });
+      expect(reply.status).toBe(401);
+      expect(reply.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
+      expect(reply.body).toMatchObject({
+        resourceType: "OperationOutcome",
+        issue: [{ severity: "error", code: "login" }],
+      });
+      expect(reply.body.issue[0].diagnostics).toMatch(says);
+      const params = challenge(reply.headers.get("www-authenticate"));
+      expect(params).toMatchObject({ realm: "uae-fhir-sandbox", error: "invalid_token" });
+      expect(params.error_description).toMatch(says);
+      // Changed for issue 21: a 401 was journaled; now it is the refused log's, and the journal holds none of it
+      // (only the token requests some cases made).
+      expect((await listCalls(app)).filter((c) => c.request.path === STANDARD)).toEqual([]);
+      const { calls } = (await admin(app, "GET", "/refused")).body;
+      expect(calls).toMatchObject([{ workspace: "default", operation: "add-allergy", response: { status: 401 } }]);
+    },
+  );
 
   it("a refused message changes nothing: sent again with a token, it is processed, not a resend", async () => {
     const app = sandbox();
@@ -99,15 +106,14 @@ describe("401: no usable access token", () => {
     expect(reply.headers.get("x-sandbox-duplicate")).toBeNull();
   });
 
-  it("auth comes first: a body that is not even JSON is a 401, journaled with operation null", async () => {
+  it("auth comes first: a body that is not even JSON is a 401, in the refused log with operation null", async () => {
     const app = sandbox();
 
     const reply = await post(app, "{not json");
 
     expect(reply.status).toBe(401);
-    const { calls } = (await (await app.request("/__admin/calls")).json()) as {
-      calls: Array<{ operation: unknown; response: { status: number } }>;
-    };
+    expect(await listCalls(app)).toEqual([]);
+    const { calls } = (await admin(app, "GET", "/refused")).body;
     expect(calls).toMatchObject([{ operation: null, response: { status: 401 } }]);
   });
 

@@ -111,11 +111,17 @@ describe("OAuth2 clients of different workspaces", () => {
     expect(reply.status).toBe(200);
   });
 
-  it("a message without a token gets its 401 in the workspace it names (nothing else happens there)", async () => {
+  // Changed for issue 21: the 401 was journaled in clinic-b, where 105 of them could evict the team's calls. It is
+  // now kept in the refused log, shown to clinic-b's admin as one that named clinic-b (CONTRACT §15).
+  it("a message without a token gets its 401 in the refused log, under the workspace it names, not its journal", async () => {
     const { app } = authSandbox(CLIENTS);
     const message = allergy();
     expect((await post(app, message, { path: `/w/clinic-b${STANDARD}` })).status).toBe(401);
-    expect(await journalOf(app, "clinic-b", "clinic-b-admin")).toEqual([[messageId(message), 401]]);
+    expect(await journalOf(app, "clinic-b", "clinic-b-admin")).toEqual([]);
+    const refused = await admin(app, "GET", "/refused", { prefix: "/w/clinic-b", token: "clinic-b-admin" });
+    expect(refused.body.calls).toMatchObject([{ workspace: "clinic-b", response: { status: 401 } }]);
+    const elsewhere = await admin(app, "GET", "/refused", { prefix: "/w/clinic-a", token: "clinic-a-admin" });
+    expect(elsewhere.body.calls).toEqual([]);
   });
 
   it("a workspace's seed (clients file) gives its generated patients; the others keep --seed", async () => {
@@ -207,7 +213,8 @@ describe("--max-workspaces with OAuth2 clients", () => {
     expect(await journalOf(app, "clinic-b", "clinic-b-admin")).toEqual([[messageId(sent), 200]]);
   });
 
-  it("callers without a token make no workspace: their 401s and token requests are journaled in default", async () => {
+  // Changed for issue 21: their 401s and failed token requests were journaled in default; now in no journal.
+  it("callers without a token make no workspace: their 401s and failed token requests go to the refused log", async () => {
     const { app } = authSandbox(CLIENTS, { adminToken: "global" });
     const message = allergy();
     expect((await post(app, message, { path: `/w/stray-1${STANDARD}` })).status).toBe(401);
@@ -223,6 +230,16 @@ describe("--max-workspaces with OAuth2 clients", () => {
     const listed = await admin(app, "GET", "/workspaces", { token: "global" });
     const ids = (listed.body.workspaces as Array<{ id: string }>).map((w) => w.id);
     expect(ids.filter((id) => id.startsWith("stray-"))).toEqual([]);
-    expect(await journalOf(app, "default", "global")).toContainEqual([messageId(message), 401]);
+    expect(await callsOf(app, "default", "global")).toEqual([]);
+    const refused = await admin(app, "GET", "/refused", { token: "global" });
+    expect(
+      refused.body.calls.map((c: { workspace: string; response: { status: number } }) => [
+        c.workspace,
+        c.response.status,
+      ]),
+    ).toEqual([
+      ["stray-1", 401],
+      ["stray-2", 400],
+    ]);
   });
 });
