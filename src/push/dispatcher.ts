@@ -72,7 +72,7 @@ export interface PushResult {
  * never read), and what is kept ends with a marker saying how much was cut. A receiver is not trusted: its
  * answer must not fill the journal, nor tell a tenant more than whether it took the push.
  */
-export const MAX_ANSWER_BYTES = 4 * 1024;
+const MAX_ANSWER_BYTES = 4 * 1024;
 
 /** A push refused before it could connect (not allowed, or an internal address): never retried. */
 class PushRefused extends Error {}
