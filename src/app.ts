@@ -28,6 +28,8 @@ import { consoleLogger, type Logger, type SandboxLogger, withWarn } from "./log/
 import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
+import { outboundFetch } from "./push/outbound-fetch.js";
+import { pushAllowProblems } from "./push/push-allow.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
@@ -51,7 +53,11 @@ export interface SandboxDeps {
   newId(): string;
   /** Uniform in [0, 1): delay ranges, retry jitter. */
   random(): number;
-  /** Outbound HTTP for pushes to pharmacies. */
+  /**
+   * Outbound HTTP: pushes to pharmacies, --proxy, a client's jwksUrl. The default is fetch, except that a push
+   * under --auth oauth2 goes to the address its check gave (see outboundFetch); a replacement that ignores
+   * `connectTo` still gets the check of literal addresses, not of resolved names.
+   */
   fetch: typeof fetch;
   logger: Logger;
   /** Handlers that replace built-in ones, by operation id. */
@@ -65,7 +71,7 @@ export const defaultDeps = (): SandboxDeps => ({
   monotonic: () => performance.now(),
   newId: () => randomUUID(),
   random: Math.random,
-  fetch: (input, init) => fetch(input, init),
+  fetch: outboundFetch,
   logger: consoleLogger,
   handlers: {},
   fsWatch: watch,
@@ -149,6 +155,8 @@ export function createApp(
   const deps: SandboxDeps = { ...defaultDeps(), ...depOverrides };
   const logger = withWarn(deps.logger);
   const startedAt = deps.now();
+  const badPushAllow = pushAllowProblems(options.pushAllow);
+  if (badPushAllow.length > 0) throw new Error(badPushAllow.join("\n"));
   if (options.corsAdmin && (options.cors.length === 0 || options.adminToken === undefined)) {
     throw new Error(
       "corsAdmin needs cors origins and an adminToken: the admin API is opened to browsers only behind a token",
@@ -231,6 +239,7 @@ export function createApp(
       concurrency: options.pushConcurrency,
       backoffMs: options.pushBackoffMs,
       allow: options.pushAllow,
+      guardAddresses: options.auth === "oauth2",
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );

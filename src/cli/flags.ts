@@ -178,7 +178,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag("push-timeout", "duration", "5s", "per-attempt timeout of a push to a pharmacy"),
   flag("push-attempts", "integer", "3", "attempts per push, the first included (retries on errors, timeouts, 5xx)"),
   flag("push-concurrency", "integer", "32", "pushes in flight at once, across all pharmacies"),
-  flag("push-allow", "list", undefined, "comma-separated hosts pushes may go to (exact, *.domain); default any"),
+  flag(
+    "push-allow",
+    "list",
+    undefined,
+    "comma-separated hosts pushes may go to (exact, *.domain, *, IP, CIDR); default any host, and with --auth oauth2 no internal address it does not name",
+  ),
   flag(
     "public-url",
     "url",

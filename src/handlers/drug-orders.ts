@@ -3,14 +3,16 @@ import type { Message } from "../envelope/message.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
-import { hostAllowed } from "../push/push-allow.js";
+import { hostAllowed, literalAddressRefusal } from "../push/push-allow.js";
 import { type Handler, type HandlerTable, invalid, ok, refuse } from "./handler.js";
 
 export interface DrugOrderDeps {
   workflow: OrderWorkflow;
   pharmacies: PharmacyRegistry;
-  /** --push-allow host patterns (empty: any host). */
+  /** --push-allow entries (empty: any host). */
   pushAllow: readonly string[];
+  /** Under --auth oauth2: an endpoint at an internal address --push-allow does not name is refused (CONTRACT §15). */
+  guardAddresses: boolean;
   /** Called after a pharmacy subscribed (scenario pushes "on: subscribed"). */
   onSubscribed(licence: string): void;
 }
@@ -121,6 +123,13 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
       );
     }
     if (issues.length > 0 || !licence) return invalid(...issues);
+    // The push would be refused at the address anyway: say so now, to the integrator who can change it.
+    const internal = !off && deps.guardAddresses ? literalAddressRefusal(endpoint, deps.pushAllow) : null;
+    if (internal) {
+      return refuse(
+        issue("business-rule", `The sandbox will not push to ${endpoint}: ${internal}.`, `${path}.channel.endpoint`),
+      );
+    }
     const existing = deps.pharmacies.get(licence);
     const version = Number(existing?.subscription?.meta?.versionId ?? "0") + 1;
     const stored: Subscription = {

@@ -1,7 +1,9 @@
+import { lookup } from "node:dns/promises";
+import { isIP } from "node:net";
 import type { SandboxEvents } from "../events.js";
-import { readCapped } from "../http/read-body.js";
 import { headerRecord } from "../journal/redact.js";
-import { hostAllowed, pushableScheme } from "./push-allow.js";
+import type { OutboundInit } from "./outbound-fetch.js";
+import { addressRefusal, hostAllowed, literalAddressRefusal, pushableScheme } from "./push-allow.js";
 
 export interface PushSettings {
   /** Per-attempt timeout. */
@@ -12,12 +14,20 @@ export interface PushSettings {
   concurrency: number;
   /** First backoff; doubles per retry, with full jitter. */
   backoffMs: number;
-  /** --push-allow host patterns; empty allows all. */
+  /** --push-allow entries (hosts, *.domain, *, addresses, CIDR ranges); empty allows every host. */
   allow: readonly string[];
+  /**
+   * Under --auth oauth2 (CONTRACT §15): refuse internal addresses (loopback, link-local, private, unique-local…)
+   * that `allow` does not name, checked on the address connected to. Default false: no address check.
+   */
+  guardAddresses?: boolean;
 }
 
 export interface PushDeps {
+  /** Outbound HTTP; with guardAddresses it is given `connectTo` (OutboundInit), which the default fetch honours. */
   fetch: typeof fetch;
+  /** A host name's address (default: the system resolver, as connections use). */
+  lookup?: (host: string) => Promise<string>;
   events: SandboxEvents;
   now(): Date;
   monotonic(): number;
@@ -57,8 +67,15 @@ export interface PushResult {
   error: string | null;
 }
 
-/** Largest answer body read back from a receiver; the rest is dropped. */
-const MAX_ANSWER_BYTES = 64 * 1024;
+/**
+ * The most of a receiver's answer body the journal keeps; reading stops as soon as more has come (the rest is
+ * never read), and what is kept ends with a marker saying how much was cut. A receiver is not trusted: its
+ * answer must not fill the journal, nor tell a tenant more than whether it took the push.
+ */
+const MAX_ANSWER_BYTES = 4 * 1024;
+
+/** A push refused before it could connect (not allowed, or an internal address): never retried. */
+class PushRefused extends Error {}
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -67,7 +84,8 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  * (every workspace's pushes share the bound), each attempt with a timeout,
  * retried with exponential backoff and jitter on connection errors,
  * timeouts and 5xx (also 408 and 429), never on other answers; redirects are
- * not followed. Every attempt is announced as an outbound call, the push's
+ * not followed. Under --auth oauth2 the address connected to is checked
+ * (`guardAddresses`): a refused one fails the push at once, not retried. Every attempt is announced as an outbound call, the push's
  * headers marked secret for the journal to redact. `deliver`
  * never rejects, so a bad receiver cannot break the caller.
  */
@@ -100,10 +118,10 @@ export class PushDispatcher {
   }
 
   async #deliver(push: Push): Promise<PushResult> {
-    if (!pushableScheme(push.target) || !hostAllowed(push.target, this.settings.allow)) {
-      const error = `target ${push.target} is not allowed (http/https only; --push-allow ${this.settings.allow.join(",") || "*"})`;
-      this.#record(push, 1, this.deps.now(), 0, null, error);
-      return { delivered: false, attempts: 1, status: null, error };
+    const refused = this.#refusal(push.target);
+    if (refused) {
+      this.#record(push, 1, this.deps.now(), 0, null, refused);
+      return { delivered: false, attempts: 1, status: null, error: refused };
     }
     let last: PushResult = { delivered: false, attempts: 0, status: null, error: null };
     for (let attempt = 1; attempt <= this.settings.attempts; attempt++) {
@@ -116,6 +134,24 @@ export class PushDispatcher {
       if (outcome.delivered || !outcome.retry) break;
     }
     return last;
+  }
+
+  /** Why a target is refused before any connection (its scheme, its host, an internal literal address), or null. */
+  #refusal(target: string): string | null {
+    const { allow, guardAddresses } = this.settings;
+    if (!pushableScheme(target) || !hostAllowed(target, allow)) {
+      return `target ${target} is not allowed (http/https only; --push-allow ${allow.join(",") || "*"})`;
+    }
+    const literal = guardAddresses ? literalAddressRefusal(target, allow) : null;
+    return literal ? `target ${target} is refused: ${literal}` : null;
+  }
+
+  /** The address a guarded push connects to: the host resolved, then checked; a refusal rejects. */
+  async #connectTo(host: string): Promise<string> {
+    const address = isIP(host) ? host : await (this.deps.lookup ?? defaultLookup)(host);
+    const refusal = addressRefusal(address, host, this.settings.allow);
+    if (refusal) throw new PushRefused(refusal);
+    return address;
   }
 
   /** Runs `job` when fewer than `concurrency` deliveries are in flight. */
@@ -136,14 +172,16 @@ export class PushDispatcher {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.settings.timeoutMs);
     try {
-      const res = await this.deps.fetch(push.target, {
+      const init: OutboundInit = {
         method: "POST",
         headers: { "content-type": "application/fhir+json; charset=utf-8", ...push.headers },
         body: push.body,
         redirect: "manual",
         signal: controller.signal,
-      });
-      const { text } = await readCapped(res.body, MAX_ANSWER_BYTES);
+        ...(this.settings.guardAddresses ? { connectTo: (host: string) => this.#connectTo(host) } : {}),
+      };
+      const res = await this.deps.fetch(push.target, init);
+      const text = await answerPrefix(res);
       clearTimeout(timer);
       const delivered = res.status >= 200 && res.status < 300;
       const retry = res.status >= 500 || res.status === 408 || res.status === 429;
@@ -158,6 +196,11 @@ export class PushDispatcher {
       return { delivered, retry, status: res.status, error: delivered ? null : `answered ${res.status}` };
     } catch (error) {
       clearTimeout(timer);
+      if (error instanceof PushRefused) {
+        const message = `target ${push.target} is refused: ${error.message}`;
+        this.#record(push, attempt, at, this.deps.monotonic() - started, null, message);
+        return { delivered: false, retry: false, status: null, error: message };
+      }
       const message = controller.signal.aborted
         ? `no answer within ${this.settings.timeoutMs} ms`
         : describeNetworkError(error);
@@ -208,7 +251,36 @@ export class PushDispatcher {
   }
 }
 
+const defaultLookup = async (host: string): Promise<string> => (await lookup(host)).address;
+
+/**
+ * The first MAX_ANSWER_BYTES of an answer body as text (a character cut in two left out), with a marker of how
+ * much was cut when there was more; the body is cancelled as soon as more has come, so a receiver answering a
+ * gigabyte costs one chunk, not a gigabyte.
+ */
+async function answerPrefix(res: Response): Promise<string> {
+  if (!res.body) return "";
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return Buffer.concat(chunks).toString("utf8");
+    chunks.push(value);
+    size += value.byteLength;
+    if (size > MAX_ANSWER_BYTES) break;
+  }
+  await reader.cancel().catch(() => undefined);
+  const kept = new TextDecoder().decode(Buffer.concat(chunks).subarray(0, MAX_ANSWER_BYTES), { stream: true });
+  const declared = Number(res.headers.get("content-length") ?? Number.NaN);
+  const total = Number.isFinite(declared) ? `${declared} bytes` : `more than ${MAX_ANSWER_BYTES} bytes`;
+  return `${kept}…[cut: the answer was ${total}; the journal keeps the first ${MAX_ANSWER_BYTES}]`;
+}
+
 function describeNetworkError(error: unknown): string {
+  // node:http's errors carry their code themselves (connect ECONNREFUSED …).
+  const own = (error as { code?: unknown; message?: string }).code;
+  if (typeof own === "string" && own !== "ABORT_ERR") return `${own}: ${(error as Error).message}`;
   const cause = (error as { cause?: { code?: string; message?: string } }).cause;
   if (cause?.code) return `${cause.code}${cause.message ? `: ${cause.message}` : ""}`;
   // fetch's own message is only "fetch failed": the reason is in its cause.

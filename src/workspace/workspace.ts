@@ -163,6 +163,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       workflow: orders,
       pharmacies,
       pushAllow: options.pushAllow,
+      guardAddresses: options.auth === "oauth2",
       onSubscribed: (licence) => pushes.subscribed(licence),
     }),
     ...deps.handlers,

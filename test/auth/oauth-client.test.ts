@@ -41,7 +41,9 @@ async function sandboxWithClients(fetchImpl?: typeof fetch) {
   - id: jwt-client
     jwks: { keys: [${JSON.stringify(keys.jwk)}] }
 `,
-    {},
+    // The operations' Subscription names a receiver on this machine (127.0.0.1:9), which OAuth2 refuses unless
+    // --push-allow names it (CONTRACT §15): named, as for a local test receiver.
+    { pushAllow: ["*", "127.0.0.1"] },
     fetchImpl ? { fetch: fetchImpl } : {},
   );
   return { sandbox, app: sandbox.app, keys };

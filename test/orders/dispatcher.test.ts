@@ -275,9 +275,12 @@ describe("PushDispatcher: every attempt is one outbound call (CONTRACT §9)", ()
 
     // Reading to the end of a body that never ends would only stop at the timeout.
     expect(result).toEqual({ delivered: true, attempts: 1, status: 200, error: null });
+    // The first 4 KiB kept, then a marker of the cut (docs/pharmacy-guide.md, Delivery behaviour).
     const body = calls[0]?.response?.body ?? "";
-    expect(body.length).toBeGreaterThan(0);
-    expect(body.length).toBeLessThanOrEqual(64 * 1024);
-    expect(body).toMatch(/^x+$/);
+    const [kept, marker] = body.split("…");
+    expect(kept).toBe("x".repeat(4 * 1024));
+    expect(marker).toMatch(
+      /^\[cut: the answer was (5242880|more than 4096) bytes; the journal keeps the first 4096\]$/,
+    );
   });
 });
