@@ -37,7 +37,7 @@ export interface RegexFlags {
   unicode?: boolean;
 }
 
-/** RE2 instructions a pattern may compile to (`^DHA-[0-9]{4}$` is 12, a UUID pattern about 45). */
+/** RE2 instructions a pattern may compile to (`^DHA-[0-9]{4}$` is 12, a UUID pattern 40). */
 export const MAX_PROGRAM = 1_000;
 /** Instructions × characters one run may cost: about 100 ms at worst, usually far less. */
 export const MAX_STEPS = 2_500_000;
