@@ -70,7 +70,7 @@ export function compileExpectation(
   if (e.direction !== undefined) spec.direction = e.direction;
   if (e.where !== undefined) spec.fhirpath = e.where;
   const compiled = compileMatcher(spec, "where");
-  if (!compiled.ok) return { ok: false, reason: compiled.problems.join("; ") };
+  if (!compiled.ok) return { ok: false, reason: compiled.problems.map((p) => p.message).join("; ") };
   const reasonsAgainst = (call: CallRecord) => compiled.matcher.mismatches(factsOfCall(call));
 
   const expected =

@@ -1,4 +1,5 @@
 import { type CompiledPath, compilePath, test } from "../fhir/fhirpath.js";
+import { compileLinearRegex } from "../text/linear-regex.js";
 
 /** A request or a recorded call, as every matcher sees it. Expensive facts are computed on demand. */
 export interface RequestFacts {
@@ -40,13 +41,20 @@ export interface Matcher {
   firstMismatch(facts: RequestFacts): string | undefined;
 }
 
+/** A condition that cannot be compiled, and where in the spec it is (a header pattern's own key; [] for the spec). */
+export interface MatcherProblem {
+  at: string[];
+  message: string;
+}
+
 const many = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
 type Predicate = (facts: RequestFacts) => string | undefined;
 
 /**
  * The one matching core: compiles a spec into pure predicates (FHIRPath and
- * regular expressions compiled once). Returns the problems of a bad spec.
+ * regular expressions compiled once, on a linear-time engine). Returns the
+ * problems of a bad spec.
  *
  * @example
  *   compileMatcher({ operation: "add-allergy", fhirpath: "Bundle.entry.resource.ofType(AllergyIntolerance).exists()" })
@@ -55,8 +63,8 @@ export function compileMatcher(
   spec: MatcherSpec,
   /** What the FHIRPath condition is called where the spec came from (`where` in verify queries). */
   fhirpathName = "fhirpath",
-): { ok: true; matcher: Matcher } | { ok: false; problems: string[] } {
-  const problems: string[] = [];
+): { ok: true; matcher: Matcher } | { ok: false; problems: MatcherProblem[] } {
+  const problems: MatcherProblem[] = [];
   const predicates: Predicate[] = [];
 
   const operations = many(spec.operation);
@@ -98,16 +106,24 @@ export function compileMatcher(
         f.header(name) === undefined ? undefined : `header ${name} is present, expected it absent`,
       );
     } else {
-      let pattern: RegExp;
-      try {
-        pattern = new RegExp(condition.matches);
-      } catch (error) {
-        problems.push(`headers.${name}.matches is not a valid regular expression: ${(error as Error).message}`);
+      const compiled = compileLinearRegex(condition.matches);
+      if (!compiled.ok) {
+        problems.push({
+          at: ["headers", name, "matches"],
+          message: `/${condition.matches}/ ${compiled.problem}`,
+        });
         continue;
       }
+      const pattern = compiled.regex;
       predicates.push((f) => {
         const value = f.header(name);
-        return value !== undefined && pattern.test(value)
+        let matched = false;
+        try {
+          matched = value !== undefined && pattern.test(value);
+        } catch (error) {
+          return `header ${name} was not tested against /${condition.matches}/: ${(error as Error).message}`;
+        }
+        return matched
           ? undefined
           : `header ${name} was ${JSON.stringify(value ?? null)}, expected to match /${condition.matches}/`;
       });
@@ -125,7 +141,10 @@ export function compileMatcher(
   for (const expression of many(spec.fhirpath) ?? []) {
     const compiled = compilePath(expression);
     if (!compiled.ok) {
-      problems.push(`${fhirpathName} "${expression}" is not a valid FHIRPath expression: ${compiled.reason}`);
+      problems.push({
+        at: [],
+        message: `${fhirpathName} "${expression}" is not a valid FHIRPath expression: ${compiled.reason}`,
+      });
       continue;
     }
     const evaluate: CompiledPath = compiled.evaluate;

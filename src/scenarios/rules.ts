@@ -102,7 +102,7 @@ export function compileRule(
     ...(spec.when ?? {}),
     ...(operation ? { operation } : {}),
   } as MatcherSpec);
-  if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when"], p));
+  if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when", ...p.at], p.message));
   const list = spec.sequence ?? (spec.respond ? [spec.respond] : []);
   const responses = list.map((r, i) =>
     compileResponse(r, spec.sequence ? [...at, "sequence", i] : [...at, "respond"], where.locate, problems),

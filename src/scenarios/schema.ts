@@ -17,7 +17,15 @@ const delaySchema = z
 
 const headerConditionSchema = z.union([
   z.string().describe("the header's exact value"),
-  z.object({ matches: z.string().describe("a regular expression the value must match") }).strict(),
+  z
+    .object({
+      matches: z
+        .string()
+        .describe(
+          "a regular expression the value must match (JavaScript syntax, not anchored; no backreferences or lookaround)",
+        ),
+    })
+    .strict(),
   z.object({ absent: z.literal(true) }).strict(),
 ]);
 

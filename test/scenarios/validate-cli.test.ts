@@ -53,6 +53,11 @@ const MISTAKES = [
     at: "add-alergy",
     says: /unknown operation "add-alergy"; did you mean "add-allergy"\? Known operations: view-patient-profile, .*cancel-task/,
   },
+  {
+    file: `${BROKEN}/60-backreference.yaml`,
+    at: '"\\^\\(ab\\)',
+    says: /rules\.0\.when\.headers\.X-Pair\.matches: \/\^\(ab\)\\1\$\/ cannot be used: \\1 is a backreference/,
+  },
 ];
 
 describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
@@ -86,7 +91,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
     expect(run.stdout.split("\n").filter((l) => l.startsWith("ok "))).toEqual([
       expect.stringMatching(new RegExp(`^ok ${BROKEN}/00-valid\\.yaml: 1 rules`)),
     ]);
-    expect(run.stdout).toContain("validation failed (6 files checked)");
+    expect(run.stdout).toContain("validation failed (7 files checked)");
   });
 
   it.each(MISTAKES)("a single broken file, $file: exit 1, its one problem", async ({ file, at, says }) => {
