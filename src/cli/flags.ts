@@ -179,7 +179,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "16mb",
     "largest scenario file: a larger one is refused (YAML aliases and tags stay refused at any size)",
   ),
-  flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
+  flag(
+    "watch",
+    "boolean",
+    "true",
+    "reload scenarios, and the clients file of --auth oauth2, when their files change (--no-watch to turn off)",
+  ),
   flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
   flag(
     "allocation",
