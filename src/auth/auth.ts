@@ -100,7 +100,7 @@ const JWKS_TIMEOUT_MS = 5_000;
 
 export type ClientsReload = { ok: true; clients: number } | { ok: false; problem: string };
 
-/** Failed admin-token attempts and client authentications allowed per address: three clients' worth. */
+/** Failed client authentications allowed per address, whatever the clients: three clients' worth (a shared NAT). */
 const ADDRESS_FAILURE_LIMIT = { ...DEFAULT_FAILURE_LIMIT, max: 3 * DEFAULT_FAILURE_LIMIT.max };
 
 /**
