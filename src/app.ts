@@ -4,8 +4,9 @@ import { Hono } from "hono";
 import { adminRoutes } from "./admin/admin-routes.js";
 import { type AdminTokens, adminRefusal } from "./admin/auth.js";
 import { LiveEvents } from "./admin/live-events.js";
-import { type AuthDeps, createAuth } from "./auth/auth.js";
+import { type AuthDeps, type ClientsReload, createAuth } from "./auth/auth.js";
 import { isAuthPath } from "./auth/discovery.js";
+import { DEFAULT_FAILURE_LIMIT, FailureLimit } from "./auth/failure-limit.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
@@ -108,6 +109,8 @@ export interface SandboxApp {
   served(server: { url: string; limits: ServerLimits }): void;
   /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
   logger: SandboxLogger;
+  /** Reads the clients file again (--auth oauth2; undefined without): SIGHUP and POST /__admin/clients/reload. */
+  reloadClients(): ClientsReload | undefined;
   /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
   endStreams(): void;
   /**
@@ -171,8 +174,20 @@ export function createApp(
   const events = new SandboxEvents();
   const catalogue = buildCatalogue(options.operationsFile ? loadOperationsFile(options.operationsFile) : undefined);
   let workspaces: Workspaces | undefined;
+  // In-process the sandbox is where app.request places it (Hono's default); served() tells where it listens.
+  let listeningUrl = "http://localhost";
   const auth = oauth2(options, catalogue, {
     ...deps,
+    listeningUrl: () => listeningUrl,
+    log: logger,
+    // A reloaded clients file may name no workspace that --workspaces fixed does not have.
+    workspacesProblem: (names) => {
+      if (options.workspaces !== "fixed") return undefined;
+      const missing = names.filter((name) => workspaces?.isNamed(name) === false);
+      return missing.length === 0
+        ? undefined
+        : `it names workspace ${missing.join(", ")}, which this sandbox does not have (--workspaces fixed): restart it to add workspaces`;
+    },
     // A token request is journaled in its client's workspace once the client is known (if it can be used).
     clientIn: (c, name) => {
       // A caller that proved a client: no longer anonymous (CONTRACT §15), and its workspace may be made.
@@ -272,6 +287,9 @@ export function createApp(
   );
   const defaultWorkspace = workspaces.default;
   const stopWatching = options.watch ? folder.watch() : () => undefined;
+  // Watched with the scenarios (--watch): a client disabled or removed in the file is refused at once.
+  const stopWatchingClients = auth && options.watch ? auth.watchClients() : () => undefined;
+  const adminFailures = new FailureLimit(DEFAULT_FAILURE_LIMIT, deps.monotonic);
   // Idle workspaces go as requests come; this catches them when none come.
   const sweeper = setInterval(() => workspaces?.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
@@ -335,9 +353,14 @@ export function createApp(
       maxBody: options.maxBody,
       adminToken: options.adminToken,
       ...(auth
-        ? { workspaceAdminToken: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken }
+        ? {
+            workspaceAdminToken: auth.workspaceAdminToken,
+            anyWorkspaceToken: auth.anyWorkspaceAdminToken,
+            reloadClients: auth.reloadClients,
+          }
         : {}),
       refused,
+      tokenFailures: adminFailures,
       version: VERSION,
       startedAt,
       now: deps.now,
@@ -404,14 +427,17 @@ export function createApp(
     reset: () => defaultWorkspace.reset(),
     applyFixtures: (list) => defaultWorkspace.applyFixtures(list),
     served: (server) => {
+      listeningUrl = server.url;
       if (options.publicUrl === undefined) publicUrl = server.url;
       serverLimits = server.limits;
     },
     logger,
+    reloadClients: () => auth?.reloadClients(),
     endStreams: () => live.close(),
     close: () => {
       live.close();
       stopWatching();
+      stopWatchingClients();
       clearInterval(sweeper);
       workspaces?.close();
       // Last: whatever ended before this is written.

@@ -1,6 +1,8 @@
 import type { Context } from "hono";
 import { Hono } from "hono";
 import { z } from "zod";
+import type { ClientsReload } from "../auth/auth.js";
+import type { FailureLimit } from "../auth/failure-limit.js";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
@@ -47,8 +49,12 @@ export interface AdminDeps {
   adminToken: string | undefined;
   /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
   workspaceAdminToken?(workspace: string): string | undefined;
-  /** Whether any workspace has its own admin token. */
-  anyWorkspaceToken?: boolean;
+  /** Whether any workspace has its own admin token (the clients file may be reloaded). */
+  anyWorkspaceToken?(): boolean;
+  /** Reads the clients file again (--auth oauth2): POST /__admin/clients/reload. */
+  reloadClients?(): ClientsReload;
+  /** Failed admin-token attempts per address: past the limit, 429. */
+  tokenFailures?: FailureLimit;
   version: string;
   startedAt: Date;
   now(): Date;
@@ -68,7 +74,10 @@ export interface AdminDeps {
 
 /** The endpoints that act on the whole sandbox rather than the request's workspace. */
 const sandboxWide = (path: string) =>
-  path === "/__admin/workspaces" || path.startsWith("/__admin/workspaces/") || path === "/__admin/scenarios/reload";
+  path === "/__admin/workspaces" ||
+  path.startsWith("/__admin/workspaces/") ||
+  path === "/__admin/scenarios/reload" ||
+  path === "/__admin/clients/reload";
 
 /**
  * What health shows a caller who may not read the workspace it asked in (CONTRACT §15): the sandbox-wide facts a
@@ -232,7 +241,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     workspace: deps.workspaceAdminToken,
     anyWorkspaceToken: deps.anyWorkspaceToken,
   };
-  admin.use("*", adminAuth(tokens, scopeOf));
+  admin.use("*", adminAuth(tokens, scopeOf, deps.tokenFailures));
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
@@ -454,6 +463,27 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       );
     }
     return c.json(c.get("workspace").scenarios.view());
+  });
+
+  // The clients file is the sandbox's, as the scenario files are: the global token only (sandboxWide).
+  admin.post("/clients/reload", (c) => {
+    if (!deps.reloadClients) {
+      return problem(
+        404,
+        "There is no clients file to reload: the sandbox runs without --auth oauth2 (AUTH), so it has no clients.",
+        "not-found",
+      );
+    }
+    const result = deps.reloadClients();
+    if (!result.ok) {
+      return new Response(
+        JSON.stringify(
+          operationOutcome([issue("invalid", `${result.problem} — the previous clients file keeps serving`)]),
+        ),
+        { status: 400, headers: { "content-type": FHIR_JSON } },
+      );
+    }
+    return c.json({ reloaded: true, clients: result.clients });
   });
 
   admin.post("/scenarios", async (c) => {

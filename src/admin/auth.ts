@@ -1,7 +1,9 @@
 import type { Context, MiddlewareHandler } from "hono";
+import { type FailureLimit, retryAfterSeconds } from "../auth/failure-limit.js";
 import { sameSecret } from "../auth/same-secret.js";
 import { issue, operationOutcome } from "../fhir/outcome.js";
 import { FHIR_JSON } from "../http/fhir-response.js";
+import { remoteAddress } from "../http/remote-address.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /** The bearer tokens the admin API accepts. */
@@ -11,7 +13,7 @@ export interface AdminTokens {
   /** A workspace's own admin token (the clients file's `workspaces`), accepted on that workspace's admin API. */
   workspace?(name: string): string | undefined;
   /** Whether any workspace has a token of its own: then the sandbox-wide endpoints are never open. */
-  anyWorkspaceToken?: boolean;
+  anyWorkspaceToken?(): boolean;
 }
 
 /** What an admin request acts on: one workspace's state, or the whole sandbox (the workspaces, the shared scenario files). */
@@ -22,6 +24,23 @@ const unauthorized = (diagnostics: string) =>
     status: 401,
     headers: { "content-type": FHIR_JSON, "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' },
   });
+
+/** 429 (RFC 6585 §4) with Retry-After, issue code throttled, once an address has given too many wrong admin tokens. */
+function throttled(waitMs: number, failures: FailureLimit): Response {
+  const seconds = retryAfterSeconds(waitMs);
+  const { max, windowMs } = failures.settings;
+  return new Response(
+    JSON.stringify(
+      operationOutcome([
+        issue(
+          "throttled",
+          `This address gave ${max} wrong admin tokens in ${windowMs / 1000} s, the most the sandbox allows: retry after ${seconds} s (Retry-After) with the right token.`,
+        ),
+      ]),
+    ),
+    { status: 429, headers: { "content-type": FHIR_JSON, "retry-after": seconds } },
+  );
+}
 
 /**
  * Why a request may not act on `scope` through the admin API, as the answer
@@ -36,11 +55,13 @@ export function adminRefusal(
   tokens: AdminTokens,
   scope: AdminScope,
   request: { method: string; path: string; authorization: string | undefined },
+  /** Counts wrong tokens by address (the admin API's, not health's): past its limit, 429 before any comparison. */
+  throttle?: { failures: FailureLimit; address: string },
 ): Response | undefined {
   const own = scope === "sandbox" ? undefined : tokens.workspace?.(scope.workspace);
   const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
   if (accepted.length === 0) {
-    if (scope !== "sandbox" || !tokens.anyWorkspaceToken) return undefined;
+    if (scope !== "sandbox" || !tokens.anyWorkspaceToken?.()) return undefined;
     return new Response(
       JSON.stringify(
         operationOutcome([
@@ -53,8 +74,13 @@ export function adminRefusal(
       { status: 403, headers: { "content-type": FHIR_JSON } },
     );
   }
+  // An address that gave too many wrong tokens is refused before its token is compared: guessing gains nothing.
+  const wait = throttle?.failures.retryAfterMs(throttle.address) ?? 0;
+  if (wait > 0 && throttle) return throttled(wait, throttle.failures);
   const given = /^Bearer\s+(.+)$/i.exec(request.authorization ?? "")?.[1]?.trim();
   if (given !== undefined && accepted.some((token) => sameSecret(given, token))) return undefined;
+  // A wrong token counts; none at all guesses nothing (a dashboard not signed in yet).
+  if (given !== undefined) throttle?.failures.fail(throttle.address);
   const which =
     scope === "sandbox"
       ? "the value the sandbox was started with (--admin-token / ADMIN_TOKEN); a workspace's own admin token opens only that workspace's admin API"
@@ -76,15 +102,21 @@ export const mayRead = (tokens: AdminTokens, scope: AdminScope, authorization: s
 export function adminAuth(
   tokens: AdminTokens,
   scopeOf: (c: Context) => AdminScope = () => ({ workspace: DEFAULT_WORKSPACE }),
+  failures?: FailureLimit,
 ): MiddlewareHandler {
   return async (c, next) => {
     // Exact path: a suffix test would let any unknown path ending in /__admin/health past the token.
     if (c.req.path === "/__admin/health") return next();
-    const refusal = adminRefusal(tokens, scopeOf(c), {
-      method: c.req.method,
-      path: c.req.path,
-      authorization: c.req.header("authorization"),
-    });
+    const refusal = adminRefusal(
+      tokens,
+      scopeOf(c),
+      {
+        method: c.req.method,
+        path: c.req.path,
+        authorization: c.req.header("authorization"),
+      },
+      failures ? { failures, address: remoteAddress(c) } : undefined,
+    );
     return refusal ?? next();
   };
 }

@@ -1,11 +1,16 @@
+import type { watch } from "node:fs";
 import type { Context, Hono } from "hono";
 import type { EdgeEnv } from "../http/fhir-response.js";
+import { remoteAddress } from "../http/remote-address.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
-import { rememberingVerifier } from "./access-token.js";
+import { watchPath } from "../scenarios/watch-path.js";
+import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
+import { rememberingVerifier, type TokenCheck } from "./access-token.js";
+import { assertionAudiences } from "./assertion-audience.js";
 import { type Access, authenticate } from "./bearer.js";
 import { JtiMemory } from "./client-assertion.js";
-import { clientRegistry } from "./client-registry.js";
-import { loadClientsFile } from "./clients-file.js";
+import { type ClientRegistry, clientRegistry } from "./client-registry.js";
+import { type ClientsFile, loadClientsFile } from "./clients-file.js";
 import {
   AUTHORIZE_PATH,
   authorizationServerMetadata,
@@ -16,6 +21,7 @@ import {
   smartConfiguration,
   TOKEN_PATH,
 } from "./discovery.js";
+import { DEFAULT_FAILURE_LIMIT, FailureLimit } from "./failure-limit.js";
 import { oauthError } from "./oauth-error.js";
 import { generateSigningKey, loadSigningKey } from "./signing-key.js";
 import { errorAnswer, tokenEndpoint } from "./token-endpoint.js";
@@ -40,7 +46,20 @@ export interface AuthConfig {
 
 export interface AuthDeps {
   now(): Date;
+  /** Monotonic milliseconds: the windows of the failure limits. */
+  monotonic(): number;
   newId(): string;
+  /** The URL the sandbox listens on (http://localhost in-process): whose token endpoint assertions may name. */
+  listeningUrl(): string;
+  /** fs.watch, for the clients file. */
+  fsWatch?: typeof watch;
+  /** A problem a reloaded clients file would cause the workspaces (e.g. a new one under --workspaces fixed). */
+  workspacesProblem?(names: readonly string[]): string | undefined;
+  /** Where reloads of the clients file are told. */
+  log?: {
+    info(message: string, fields?: Record<string, unknown>): void;
+    warn(message: string, fields?: Record<string, unknown>): void;
+  };
   /** Outbound HTTP: a client's jwksUrl. */
   fetch: typeof fetch;
   /** A token request's client authenticated: the request belongs to the client's workspace. */
@@ -59,10 +78,18 @@ export interface Auth {
   workspaceAdminToken(workspace: string): string | undefined;
   /** The seed the clients file gives a workspace, if any. */
   workspaceSeed(workspace: string): string | undefined;
-  /** The workspaces the clients file names (its clients' and its `workspaces` section's). */
+  /** The workspaces the clients file named at start (its clients' and its `workspaces` section's). */
   namedWorkspaces: readonly string[];
-  /** Whether a workspace has an admin token of its own. */
-  anyWorkspaceAdminToken: boolean;
+  /** Whether a workspace has an admin token of its own (in the clients file as it is now). */
+  anyWorkspaceAdminToken(): boolean;
+  /**
+   * Reads the clients file again: on success its clients, secrets, keys, scopes, workspaces and admin tokens count
+   * from the next request on, and every token already issued is judged by them; an invalid file is refused and
+   * the previous one keeps serving (logged as a warning).
+   */
+  reloadClients(): ClientsReload;
+  /** Reloads the clients file whenever it changes; returns the function that stops watching. */
+  watchClients(): () => void;
   /** Issuer and endpoint URLs as a request to `requestUrl` should be told them. */
   endpoints(requestUrl: string): Endpoints;
   /** Serves POST /oauth2/token, GET /oauth2/jwks and the discovery documents. */
@@ -70,6 +97,48 @@ export interface Auth {
 }
 
 const JWKS_TIMEOUT_MS = 5_000;
+
+export type ClientsReload = { ok: true; clients: number } | { ok: false; problem: string };
+
+/** Failed client authentications allowed per address, whatever the clients: three clients' worth (a shared NAT). */
+const ADDRESS_FAILURE_LIMIT = { ...DEFAULT_FAILURE_LIMIT, max: 3 * DEFAULT_FAILURE_LIMIT.max };
+
+/**
+ * A verified token judged by the clients file as it is now: its client must still be there, enabled, in the same
+ * workspace, and its scopes are those it was granted that the client may still have. So a removed or disabled
+ * client's token is refused at once, not when it expires.
+ */
+function stillValid(checked: TokenCheck, registry: ClientRegistry): TokenCheck {
+  if (!checked.ok) return checked;
+  const { clientId, workspace, scopes } = checked.principal;
+  const client = registry.get(clientId);
+  const renew = "the clients file changed since the token was issued";
+  if (client === undefined) {
+    return {
+      ok: false,
+      description: `Client ${clientId} is no longer in the clients file: its tokens are refused (${renew}).`,
+    };
+  }
+  if (client.disabled) {
+    return {
+      ok: false,
+      description: `Client ${clientId} is disabled in the clients file: its tokens are refused (${renew}).`,
+    };
+  }
+  if (client.workspace !== workspace) {
+    return {
+      ok: false,
+      description: `Client ${clientId} now acts in workspace ${client.workspace}, not ${workspace} as this token says (${renew}): get a new token from POST /oauth2/token.`,
+    };
+  }
+  const kept = scopes.filter((s) => client.scopes.includes(s));
+  return kept.length === scopes.length ? checked : { ...checked, principal: { ...checked.principal, scopes: kept } };
+}
+
+/** The workspaces a clients file names. */
+const workspacesOf = (file: ClientsFile): string[] => [
+  ...new Set([...file.clients.map((c) => c.workspace ?? DEFAULT_WORKSPACE), ...Object.keys(file.workspaces ?? {})]),
+];
 
 /**
  * Loads the clients file and the signing key; throws with every problem of
@@ -82,26 +151,66 @@ const JWKS_TIMEOUT_MS = 5_000;
  */
 export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
   const jwksTimeoutMs = config.jwksTimeoutMs ?? JWKS_TIMEOUT_MS;
-  const file = loadClientsFile(config.clientsFile, config.scopes);
-  const registry = clientRegistry(file, config.scopes, { fetch: deps.fetch, jwksTimeoutMs });
+  const registryOf = (file: ClientsFile) => clientRegistry(file, config.scopes, { fetch: deps.fetch, jwksTimeoutMs });
+  let registry = registryOf(loadClientsFile(config.clientsFile, config.scopes));
   const key = config.tokenKeyFile ? loadSigningKey(config.tokenKeyFile) : generateSigningKey();
   const fixedIssuer = config.publicUrl?.replace(/\/+$/, "");
   const endpoints = (requestUrl: string) => endpointsAt(fixedIssuer ?? new URL(requestUrl).origin);
   const json = (c: Context, body: unknown) => c.json(body as object, 200);
   const verify = rememberingVerifier(key);
+  const failures = {
+    client: new FailureLimit(DEFAULT_FAILURE_LIMIT, deps.monotonic),
+    address: new FailureLimit(ADDRESS_FAILURE_LIMIT, deps.monotonic),
+  };
+  const source = { event: "clients", source: config.clientsFile };
+
+  const reloadClients = (): ClientsReload => {
+    let next: ClientRegistry;
+    try {
+      const file = loadClientsFile(config.clientsFile, config.scopes);
+      const problem = deps.workspacesProblem?.(workspacesOf(file));
+      if (problem !== undefined) throw new Error(`invalid clients file:\n${config.clientsFile}: ${problem}`);
+      next = registryOf(file);
+    } catch (error) {
+      const problem = (error as Error).message;
+      deps.log?.warn(`clients file not reloaded, the previous one keeps serving: ${problem}`, {
+        ...source,
+        refused: true,
+      });
+      return { ok: false, problem };
+    }
+    registry = next;
+    const clients = next.size;
+    deps.log?.info(`clients file reloaded from ${config.clientsFile}: ${clients} clients`, { ...source, clients });
+    return { ok: true, clients };
+  };
 
   return {
-    authenticate: (authorization) => authenticate(authorization, (token) => verify(token, deps.now())),
+    authenticate: (authorization) =>
+      authenticate(authorization, async (token) => stillValid(await verify(token, deps.now()), registry)),
     workspaceAdminToken: (workspace) => registry.adminToken(workspace),
     workspaceSeed: (workspace) => registry.seed(workspace),
     namedWorkspaces: registry.workspaces,
-    anyWorkspaceAdminToken: registry.anyAdminToken,
+    anyWorkspaceAdminToken: () => registry.anyAdminToken,
     endpoints,
+    reloadClients,
+    watchClients: () =>
+      deps.fsWatch
+        ? watchPath(config.clientsFile, reloadClients, {
+            watch: deps.fsWatch,
+            onError: (message) => deps.log?.warn(message, { ...source, watch: false }),
+            subject: "clients file changes",
+            byHand: "POST /__admin/clients/reload (or SIGHUP) reloads it by hand",
+          })
+        : () => undefined,
     mount(app) {
       app.all(
         TOKEN_PATH,
         tokenEndpoint({
-          registry,
+          registry: () => registry,
+          audiences: () => assertionAudiences(fixedIssuer, deps.listeningUrl()),
+          failures,
+          address: remoteAddress,
           key,
           scopes: config.scopes,
           tokenTtlMs: config.tokenTtlMs,

@@ -23,27 +23,74 @@ export const CLIENT_ASSERTION_ALGS = ["RS384", "ES384", "RS256", "ES256"] as con
 /** SMART Backend Services: an assertion's exp is no more than five minutes in the future. */
 const MAX_LIFETIME_SECONDS = 300;
 
-/** Most assertion ids remembered; beyond it the expired ones are dropped first. */
-const JTI_LIMIT = 10_000;
+/**
+ * Most unexpired assertion ids remembered per client: with assertions of five minutes at most, about three token
+ * requests a second, sustained — far beyond what a client needs (a token lives --token-ttl). Per client, so that no
+ * client can fill the memory the others need.
+ */
+export const JTI_PER_CLIENT = 1_000;
 
-/** The jti of every accepted assertion until it expires: a replayed assertion is refused. */
+/** How often (seconds) the ids of assertions that have expired are dropped, every client's. */
+const SWEEP_SECONDS = 30;
+
+export type Remembered = { ok: true } | { ok: false; why: "replayed" } | { ok: false; why: "full"; retryAfter: number };
+
+/**
+ * The jti of every accepted assertion until it expires: a replayed assertion
+ * is refused. An id is dropped once its assertion's exp has passed (swept
+ * every 30 s of the injected clock), and as assertions live five minutes at
+ * most, each client holds at most JTI_PER_CLIENT ids: past it its assertions
+ * are refused until the earliest expires. Memory: clients × JTI_PER_CLIENT.
+ */
 export class JtiMemory {
-  readonly #expiry = new Map<string, number>();
+  readonly #byClient = new Map<string, Map<string, number>>();
+  #sweptAt = Number.NEGATIVE_INFINITY;
 
-  /** Records `jti` of `clientId` until `exp`; false when it is already recorded and not yet expired. */
-  remember(clientId: string, jti: string, exp: number, nowSeconds: number): boolean {
-    const key = `${clientId}\n${jti}`;
-    const known = this.#expiry.get(key);
-    if (known !== undefined && known > nowSeconds) return false;
-    if (this.#expiry.size >= JTI_LIMIT) {
-      for (const [k, until] of this.#expiry) if (until <= nowSeconds) this.#expiry.delete(k);
+  constructor(readonly perClient = JTI_PER_CLIENT) {}
+
+  /** Records `jti` of `clientId` until `exp` (epoch seconds): refused when already recorded and not expired, or when the client's memory is full. */
+  remember(clientId: string, jti: string, exp: number, nowSeconds: number): Remembered {
+    if (nowSeconds - this.#sweptAt >= SWEEP_SECONDS) this.#sweep(nowSeconds);
+    let ids = this.#byClient.get(clientId);
+    const known = ids?.get(jti);
+    if (known !== undefined && known > nowSeconds) return { ok: false, why: "replayed" };
+    if (ids === undefined) {
+      ids = new Map();
+      this.#byClient.set(clientId, ids);
     }
-    this.#expiry.set(key, exp);
-    return true;
+    if (ids.size >= this.perClient) {
+      dropExpired(ids, nowSeconds);
+      if (ids.size >= this.perClient) {
+        let earliest = Number.POSITIVE_INFINITY;
+        for (const until of ids.values()) earliest = Math.min(earliest, until);
+        return { ok: false, why: "full", retryAfter: Math.max(1, earliest - nowSeconds) };
+      }
+    }
+    ids.set(jti, exp);
+    return { ok: true };
+  }
+
+  /** Ids held, every client's. */
+  get size(): number {
+    let n = 0;
+    for (const ids of this.#byClient.values()) n += ids.size;
+    return n;
+  }
+
+  #sweep(nowSeconds: number): void {
+    this.#sweptAt = nowSeconds;
+    for (const [client, ids] of this.#byClient) {
+      dropExpired(ids, nowSeconds);
+      if (ids.size === 0) this.#byClient.delete(client);
+    }
   }
 }
 
-type Checked<T> = { ok: true; value: T } | { ok: false; description: string };
+function dropExpired(ids: Map<string, number>, nowSeconds: number): void {
+  for (const [jti, until] of ids) if (until <= nowSeconds) ids.delete(jti);
+}
+
+type Checked<T> = { ok: true; value: T } | { ok: false; description: string; retryAfter?: number };
 
 /** The client an assertion claims to come from (its iss), read before any signature check so the client's keys can be found. */
 export function assertionIssuer(assertion: string): Checked<string> {
@@ -122,10 +169,18 @@ export async function verifyClientAssertion(
   }
   if (typeof payload.jti !== "string" || payload.jti === "")
     return fail("client_assertion needs a jti (a new one per request).");
-  if (!check.jtis.remember(client.id, payload.jti, exp, nowSeconds)) {
+  const remembered = check.jtis.remember(client.id, payload.jti, exp, nowSeconds);
+  if (!remembered.ok && remembered.why === "replayed") {
     return fail(
       `client_assertion jti ${payload.jti} was already used in an assertion that has not expired: make a new jti for every token request.`,
     );
+  }
+  if (!remembered.ok) {
+    return {
+      ok: false,
+      retryAfter: remembered.retryAfter,
+      description: `Client ${client.id} has ${check.jtis.perClient} assertions that have not expired yet, the most the sandbox remembers for one client: retry in ${remembered.retryAfter} s (Retry-After), when the earliest expires, and reuse each access token until it expires instead of asking for a new one per message.`,
+    };
   }
   return { ok: true, value: client };
 }
@@ -138,7 +193,7 @@ function assertionFailure(error: unknown, client: RegisteredClient, check: Asser
   if (error instanceof errors.JWTClaimValidationFailed) {
     const got = JSON.stringify(error.payload[error.claim]);
     if (error.claim === "aud") {
-      return `client_assertion aud is ${got}; it must be the token endpoint URL, ${check.audiences[0]} (or the issuer, ${check.audiences[1]}).`;
+      return `client_assertion aud is ${got}; it must be the token endpoint URL, ${check.audiences[0]} (or the issuer, ${check.audiences[1]}). The sandbox takes these from --public-url, else from the URL it listens on (under localhost, 127.0.0.1 or [::1]), never from the Host header: a sandbox that clients reach under another name (behind a proxy, in a container) needs --public-url set to that URL.`;
     }
     if (error.reason === "missing")
       return `client_assertion has no ${error.claim} claim; it needs iss, sub, aud, exp and jti.`;

@@ -14,12 +14,12 @@ import { sameSecret } from "./same-secret.js";
 export const CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"] as const;
 
 /** What a token request presents to say which client it is. */
-type Presented =
+export type Presented =
   | { method: "client_secret_basic"; clientId: string; secrets: string[] }
   | { method: "client_secret_post"; clientId: string; secrets: string[] }
   | { method: "private_key_jwt"; clientId: string; assertion: string };
 
-type Result<T> = { ok: true; value: T } | { ok: false; error: OAuthError };
+export type Result<T> = { ok: true; value: T } | { ok: false; error: OAuthError };
 
 const BASIC_CHALLENGE = { "www-authenticate": `Basic realm="${REALM}", charset="UTF-8"` };
 
@@ -68,8 +68,11 @@ function basicCredentials(header: string): Result<Presented> {
   return { ok: true, value: { method: "client_secret_basic", clientId, secrets } };
 }
 
-/** Which method the request uses, and the credentials it presents; more than one method is refused (§5.2). */
-function presented(params: URLSearchParams, authorization: string | undefined): Result<Presented> {
+/**
+ * Which method the request uses, the client it claims to be and the credentials it presents, before anything is
+ * checked; more than one method is refused (§5.2).
+ */
+export function presented(params: URLSearchParams, authorization: string | undefined): Result<Presented> {
   const header = authorization?.trim() ? authorization.trim() : undefined;
   const body = params.has("client_secret");
   const jwt = params.has("client_assertion") || params.has("client_assertion_type");
@@ -126,19 +129,16 @@ function presented(params: URLSearchParams, authorization: string | undefined): 
 }
 
 /**
- * Authenticates the client of a token request by the one method it uses;
- * magic clients answer here as their name says (rate-limited: 429, disabled:
- * invalid_client).
+ * Authenticates the client of a token request by the one method it uses
+ * (what `presented` read); magic clients answer here as their name says
+ * (rate-limited: 429, disabled: invalid_client).
  */
-export async function authenticateClient(
-  params: URLSearchParams,
-  authorization: string | undefined,
+export async function authenticatePresented(
+  given: Presented,
   registry: ClientRegistry,
   assertionCheck: AssertionCheck,
 ): Promise<Result<RegisteredClient>> {
-  const given = presented(params, authorization);
-  if (!given.ok) return given;
-  const { method, clientId } = given.value;
+  const { method, clientId } = given;
   const viaHeader = method === "client_secret_basic";
   const client = registry.get(clientId);
   if (!client)
@@ -158,9 +158,18 @@ export async function authenticateClient(
     const why = client.magic === "disabled" ? "magic client: always disabled" : "disabled: true in the clients file";
     return invalidClient(`Client ${client.id} is disabled (${why}); it gets no tokens.`, viaHeader);
   }
-  if (given.value.method === "private_key_jwt") {
-    const verified = await verifyClientAssertion(given.value.assertion, client, assertionCheck);
-    return verified.ok ? verified : invalidClient(verified.description, false);
+  if (given.method === "private_key_jwt") {
+    const verified = await verifyClientAssertion(given.assertion, client, assertionCheck);
+    if (verified.ok) return verified;
+    if (verified.retryAfter !== undefined) {
+      return {
+        ok: false,
+        error: oauthError("temporarily_unavailable", verified.description, 429, {
+          "retry-after": String(verified.retryAfter),
+        }),
+      };
+    }
+    return invalidClient(verified.description, false);
   }
   if (client.secret === undefined) {
     return invalidClient(
@@ -169,7 +178,7 @@ export async function authenticateClient(
     );
   }
   const secret = client.secret;
-  if (!given.value.secrets.some((s) => sameSecret(s, secret))) {
+  if (!given.secrets.some((s) => sameSecret(s, secret))) {
     return invalidClient(`The client secret of ${client.id} is wrong: send the secret of the clients file.`, viaHeader);
   }
   return { ok: true, value: client };

@@ -28,6 +28,8 @@ export interface ClientRegistry {
   workspaces: readonly string[];
   /** Whether any workspace has an admin token of its own. */
   anyAdminToken: boolean;
+  /** How many clients the file has (the magic ones not counted). */
+  size: number;
 }
 
 export interface RegistryDeps {
@@ -90,5 +92,6 @@ export function clientRegistry(file: ClientsFile, scopes: readonly string[], dep
     seed: (workspace) => sections[workspace]?.seed,
     workspaces: [...new Set([...file.clients.map((c) => c.workspace ?? DEFAULT_WORKSPACE), ...Object.keys(sections)])],
     anyAdminToken: adminTokens.size > 0,
+    size: file.clients.length,
   };
 }

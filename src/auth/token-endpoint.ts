@@ -2,17 +2,19 @@ import type { Context } from "hono";
 import { callState } from "../http/call-state.js";
 import type { EdgeEnv } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
-import { REDACTED } from "../journal/redact.js";
+import { REDACTED, secretParam } from "../journal/redact.js";
 import { issueAccessToken } from "./access-token.js";
 import type { AssertionCheck } from "./client-assertion.js";
-import { authenticateClient } from "./client-authentication.js";
+import { authenticatePresented, presented } from "./client-authentication.js";
 import type { ClientRegistry, RegisteredClient } from "./client-registry.js";
 import type { Endpoints } from "./discovery.js";
+import { type FailureLimit, retryAfterSeconds } from "./failure-limit.js";
 import { NO_STORE, type OAuthError, oauthError } from "./oauth-error.js";
 import type { SigningKey } from "./signing-key.js";
 
 export interface TokenEndpointDeps {
-  registry: ClientRegistry;
+  /** The clients as the clients file says now (it may be reloaded). */
+  registry(): ClientRegistry;
   key: SigningKey;
   /** The scopes of the operations catalogue. */
   scopes: readonly string[];
@@ -22,6 +24,12 @@ export interface TokenEndpointDeps {
   /** Assertion ids already used. */
   jtis: AssertionCheck["jtis"];
   endpoints(c: Context): Endpoints;
+  /** The audiences a client assertion may name (never from the Host header). */
+  audiences(): readonly string[];
+  /** Failed client authentications, per client and address, and per address. */
+  failures: { client: FailureLimit; address: FailureLimit };
+  /** Where a request came from (the socket's peer). */
+  address(c: Context): string;
   now(): Date;
   newId(): string;
   /** A client authenticated: its token request belongs to its workspace (and is journaled there). */
@@ -29,8 +37,6 @@ export interface TokenEndpointDeps {
 }
 
 const FORM = "application/x-www-form-urlencoded";
-/** Parameters whose values are credentials: the journal keeps their names only. */
-const SECRET_PARAMS = new Set(["client_secret", "client_assertion"]);
 
 /** A JSON answer of the token endpoint, never cached, its text kept for the journal (an access token redacted). */
 function tokenJson(
@@ -50,6 +56,28 @@ function tokenJson(
 /** An RFC 6749 error as JSON, never cached; journaled as sent. */
 export const errorAnswer = (c: Context<EdgeEnv>, e: OAuthError): Response =>
   tokenJson(c, e.status, { error: e.error, error_description: e.description }, e.headers);
+
+/**
+ * 429 with Retry-After (RFC 6585 §4) once a client, or an address, has failed to authenticate too often: the
+ * credentials are not even checked. temporarily_unavailable, as the rate-limited magic client says it: RFC 6749
+ * has no rate-limit code, and RFC 8628's slow_down is for polling a device code.
+ */
+function tooManyFailures(waitMs: number, limits: TokenEndpointDeps["failures"]): OAuthError {
+  const seconds = retryAfterSeconds(waitMs);
+  const { client, address } = limits;
+  return oauthError(
+    "temporarily_unavailable",
+    `Too many failed client authentications from this address (it may fail ${client.settings.max} times per client and ${address.settings.max} in all in ${client.settings.windowMs / 1000} s): retry after ${seconds} s (Retry-After), with the client's right credentials.`,
+    429,
+    { "retry-after": seconds },
+  );
+}
+
+/** The query's parameters (none when the URL has no query). */
+function queryParams(url: string): Array<[string, string]> {
+  const q = url.indexOf("?");
+  return q < 0 ? [] : [...new URLSearchParams(url.slice(q + 1))];
+}
 
 /** The scopes a token gets: those asked for (all of them, or an invalid_scope error), else all the client's. */
 function grantedScopes(
@@ -89,6 +117,17 @@ function grantedScopes(
  */
 export function tokenEndpoint(deps: TokenEndpointDeps) {
   return async (c: Context<EdgeEnv>): Promise<Response> => {
+    // First: whatever else is wrong, the fix starts with taking the credential out of the URL.
+    const inQuery = [...new Set(queryParams(c.req.url).flatMap(([k, v]) => (secretParam(k, v) ? [k] : [])))];
+    if (inQuery.length > 0) {
+      return errorAnswer(
+        c,
+        oauthError(
+          "invalid_request",
+          `${inQuery.join(", ")} came in the URL's query; credentials must not be in the request URI (RFC 6749 §2.3.1), where logs and histories keep them. Send ${inQuery.length > 1 ? "them" : "it"} in the form body (or the client secret as Authorization: Basic). The sandbox refused the request and journaled the URL with the value redacted.`,
+        ),
+      );
+    }
     if (c.req.method !== "POST") {
       return errorAnswer(
         c,
@@ -112,7 +151,7 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
       return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
     const params = new URLSearchParams(read.text);
     callState(c).bodyText = [...params]
-      .map(([k, v]) => `${k}=${SECRET_PARAMS.has(k) ? REDACTED : encodeURIComponent(v)}`)
+      .map(([k, v]) => `${k}=${secretParam(k, v) ? REDACTED : encodeURIComponent(v)}`)
       .join("&");
 
     const repeated = [...new Set([...params.keys()].filter((k, i, all) => all.indexOf(k) !== i))];
@@ -140,13 +179,31 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
 
     const at = deps.endpoints(c);
     const now = deps.now();
-    const authenticated = await authenticateClient(params, c.req.header("authorization"), deps.registry, {
-      audiences: [at.tokenEndpoint, at.issuer, `${at.issuer}/`],
-      now,
-      jtis: deps.jtis,
-      jwksTimeoutMs: deps.jwksTimeoutMs,
-    });
-    if (!authenticated.ok) return errorAnswer(c, authenticated.error);
+    const given = presented(params, c.req.header("authorization"));
+    // Keyed by client and address together: nobody elsewhere can lock a team's client out by failing with its id.
+    const address = deps.address(c);
+    const clientKey = given.ok ? `${given.value.clientId}\n${address}` : undefined;
+    const wait = Math.max(
+      deps.failures.address.retryAfterMs(address),
+      clientKey === undefined ? 0 : deps.failures.client.retryAfterMs(clientKey),
+    );
+    if (wait > 0) return errorAnswer(c, tooManyFailures(wait, deps.failures));
+    const authenticated = given.ok
+      ? await authenticatePresented(given.value, deps.registry(), {
+          audiences: deps.audiences(),
+          now,
+          jtis: deps.jtis,
+          jwksTimeoutMs: deps.jwksTimeoutMs,
+        })
+      : given;
+    if (!authenticated.ok) {
+      // Only failed authentication counts: that is what guessing a secret is. A malformed request guesses nothing.
+      if (authenticated.error.error === "invalid_client") {
+        deps.failures.address.fail(address);
+        if (clientKey !== undefined) deps.failures.client.fail(clientKey);
+      }
+      return errorAnswer(c, authenticated.error);
+    }
     const client = authenticated.value;
     deps.clientIn?.(c, client.workspace);
     if (client.scopes.length === 0) {

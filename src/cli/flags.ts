@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
@@ -84,7 +85,18 @@ export const SERVE_FLAGS: readonly Flag[] = [
     DEFAULT_OPTIONS.seed,
     "seed for generated patients and orders: the same seed gives the same data",
   ),
-  flag("admin-token", "string", undefined, "require Authorization: Bearer <token> on /__admin (but /health)"),
+  flag(
+    "admin-token",
+    "string",
+    undefined,
+    "require Authorization: Bearer <token> on /__admin (but /health); visible to anyone who can run ps: prefer ADMIN_TOKEN or --admin-token-file",
+  ),
+  flag(
+    "admin-token-file",
+    "string",
+    undefined,
+    "read the admin token from this file (a trailing newline trimmed), e.g. a Docker or Kubernetes secret; not with --admin-token",
+  ),
   flag("lenient-envelope", "boolean", "false", "also accept a bare Bundle or a Parameters resource as the body"),
   flag("response-envelope", "boolean", "false", 'wrap response messages as {"content": "<bundle string>"}'),
   flag(
@@ -167,7 +179,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "16mb",
     "largest scenario file: a larger one is refused (YAML aliases and tags stay refused at any size)",
   ),
-  flag("watch", "boolean", "true", "reload scenarios when their files change (--no-watch to turn off)"),
+  flag(
+    "watch",
+    "boolean",
+    "true",
+    "reload scenarios, and the clients file of --auth oauth2, when their files change (--no-watch to turn off)",
+  ),
   flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
   flag(
     "allocation",
@@ -401,7 +418,10 @@ export function resolveServeConfig(
       `--headers-timeout (${limits.headersTimeoutMs} ms) must not be longer than --request-timeout (${limits.requestTimeoutMs} ms)`,
     );
   }
-  const adminToken = (v["admin-token"] as string | undefined) || undefined;
+  const adminToken = adminTokenOf(
+    (v["admin-token"] as string | undefined) || undefined,
+    (v["admin-token-file"] as string | undefined) || undefined,
+  );
   const cors = ((v.cors as string | undefined) ?? "").split(",").filter(Boolean);
   if (v["cors-admin"] === true && cors.length === 0) {
     throw new UsageError("--cors-admin needs --cors <origins>: the origins the admin API answers");
@@ -469,6 +489,40 @@ export function resolveServeConfig(
       quiet: v.quiet as boolean,
     },
   };
+}
+
+/**
+ * The admin token, given itself (--admin-token, ADMIN_TOKEN) or in a file (--admin-token-file, ADMIN_TOKEN_FILE):
+ * a command line is visible to every user of the machine (ps), a file's content is not. Throws UsageError for both,
+ * or a file that cannot be read or holds no token: a sandbox meant to be closed must not start open.
+ */
+function adminTokenOf(given: string | undefined, file: string | undefined): string | undefined {
+  if (file === undefined) return given;
+  if (given !== undefined) {
+    throw new UsageError(
+      "--admin-token (ADMIN_TOKEN) and --admin-token-file (ADMIN_TOKEN_FILE) are both given: give the token one way",
+    );
+  }
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new UsageError(
+      `--admin-token-file ${JSON.stringify(file)}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); give a readable file holding the admin token`,
+    );
+  }
+  const token = text.replace(/\r?\n$/, "");
+  if (token.trim() === "") {
+    throw new UsageError(
+      `--admin-token-file ${JSON.stringify(file)} is empty: write the admin token in it (one line), e.g. openssl rand -hex 32 > ${file}`,
+    );
+  }
+  if (/[\r\n]/.test(token)) {
+    throw new UsageError(
+      `--admin-token-file ${JSON.stringify(file)} holds more than one line: the admin token is its one line (a trailing newline is trimmed)`,
+    );
+  }
+  return token;
 }
 
 /** parseArgs option declarations for the serve flags. */

@@ -212,9 +212,13 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   return new Promise((resolve) => {
     // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
     // A second signal is not caught: it ends the process at once.
+    // SIGHUP reloads the clients file, as daemons reread their configuration; without OAuth2 it keeps its default.
+    const reload = () => sandbox.reloadClients();
+    if (config.sandbox.auth === "oauth2") process.on("SIGHUP", reload);
     const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
+      process.off("SIGHUP", reload);
       logger.info(`received ${signal}, shutting down`, { event: "stopping", signal });
       const { cutOff } = await running.close();
       if (cutOff > 0) {

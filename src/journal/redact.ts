@@ -31,6 +31,68 @@ const SECRET_NAME = /token|secret|password|passwd|session|credential|signature|a
 const SECRET_VALUE =
   /^(?:(?:bearer|basic|digest|token|apikey|negotiate|ntlm|hoba|mutual|dpop|aws4-hmac-sha256)\s+\S|eyJ[\w-]*\.[\w-]*\.)/i;
 
+/**
+ * Form and query parameters whose values are credentials (RFC 6749 §2.3.1 and §4.4, RFC 7521/7523, RFC 6750 §2.3):
+ * besides these, any name that says it carries a credential (SECRET_NAME) and any value that reads like a JWT.
+ */
+const SECRET_PARAMS: ReadonlySet<string> = new Set([
+  "client_secret",
+  "client_assertion",
+  "assertion",
+  "access_token",
+  "refresh_token",
+  "id_token",
+  "token",
+  "password",
+  "code_verifier",
+]);
+
+/** Whether a form or query parameter holds a credential: by its name, or by a value that reads like a JWT. */
+export function secretParam(name: string, value: string): boolean {
+  const lower = name.toLowerCase();
+  return SECRET_PARAMS.has(lower) || SECRET_NAME.test(lower) || /^eyJ[\w-]*\.[\w-]*\./.test(value.trim());
+}
+
+/**
+ * A form-urlencoded text (a body, or a URL's query) with the values of its secret parameters replaced by
+ * `[redacted]`; every other pair kept as written. Linear in the text.
+ */
+export function redactForm(text: string): string {
+  if (text === "") return text;
+  let changed = false;
+  const pairs = text.split("&").map((pair) => {
+    const eq = pair.indexOf("=");
+    if (eq < 0) return pair;
+    const name = decodedPart(pair.slice(0, eq));
+    if (!secretParam(name, decodedPart(pair.slice(eq + 1)))) return pair;
+    changed = true;
+    return `${pair.slice(0, eq)}=${REDACTED}`;
+  });
+  return changed ? pairs.join("&") : text;
+}
+
+function decodedPart(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, " "));
+  } catch {
+    return text;
+  }
+}
+
+/**
+ * A URL (or a path with a query) whose query's secret parameters are redacted, as form bodies are: a client
+ * secret sent in the token endpoint's URL, an access token as `?access_token=` (RFC 6750 §2.3), a pharmacy's
+ * `?api_key=`. The text is not parsed as a URL, so even one that does not parse keeps no secret.
+ */
+export function redactUrl(url: string): string {
+  const q = url.indexOf("?");
+  if (q < 0) return url;
+  const hash = url.indexOf("#", q);
+  const query = hash < 0 ? url.slice(q + 1) : url.slice(q + 1, hash);
+  const redacted = redactForm(query);
+  return redacted === query ? url : `${url.slice(0, q + 1)}${redacted}${hash < 0 ? "" : url.slice(hash)}`;
+}
+
 /** A header name as HTTP allows it (RFC 9110 token): what --redact-header accepts. */
 export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
@@ -126,13 +188,19 @@ export class Redaction {
     return out;
   }
 
-  /** A call as it may be stored: headers of both sides and Subscriptions in both bodies redacted. */
+  /**
+   * A call as it may be stored: headers of both sides, credentials in the URL's query and Subscriptions in both
+   * bodies redacted.
+   */
   call(draft: CallDraft): CallDraft {
     const { secretHeaders = [], ...rest } = draft;
     return {
       ...rest,
+      ...(draft.upstream !== undefined ? { upstream: redactUrl(draft.upstream) } : {}),
       request: {
         ...draft.request,
+        url: redactUrl(draft.request.url),
+        path: redactUrl(draft.request.path),
         headers: this.headers(draft.request.headers, secretHeaders),
         body: redactBodyText(draft.request.body),
       },
@@ -147,13 +215,20 @@ export class Redaction {
   }
 
   /** A recorded call read back from a journal file (bodies parsed): the same rules. */
-  recorded<T extends { request: { headers: Record<string, string>; body: unknown }; response: RecordedSide | null }>(
-    call: T,
-  ): T {
+  recorded<
+    T extends {
+      upstream?: string;
+      request: { url: string; path: string; headers: Record<string, string>; body: unknown };
+      response: RecordedSide | null;
+    },
+  >(call: T): T {
     return {
       ...call,
+      ...(call.upstream !== undefined ? { upstream: redactUrl(call.upstream) } : {}),
       request: {
         ...call.request,
+        url: redactUrl(call.request.url),
+        path: redactUrl(call.request.path),
         headers: this.headers(call.request.headers),
         body: redactSubscriptions(call.request.body),
       },

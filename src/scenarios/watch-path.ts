@@ -6,6 +6,10 @@ export interface PathWatchDeps {
   watch: typeof fsWatch;
   /** A watcher could not start, or failed later; the message says what it means and what to do. */
   onError(message: string): void;
+  /** What is watched for, in the message of onError (default "scenario changes"). */
+  subject?: string;
+  /** How to reload without the watcher, in the message of onError. */
+  byHand?: string;
 }
 
 /** A folder to watch, and the one entry of it that matters (all of them when absent). */
@@ -47,7 +51,7 @@ export function watchPath(path: string, changed: () => void, deps: PathWatchDeps
     reported.add(key);
     const hint = HINTS[code] ? `; ${HINTS[code]}` : "";
     deps.onError(
-      `cannot watch ${dir} for scenario changes (${message.includes(code) ? message : `${code}: ${message}`})${hint}. Changes there are not picked up until a later change can watch it again; POST /__admin/scenarios/reload reloads by hand.`,
+      `cannot watch ${dir} for ${deps.subject ?? "scenario changes"} (${message.includes(code) ? message : `${code}: ${message}`})${hint}. Changes there are not picked up until a later change can watch it again; ${deps.byHand ?? "POST /__admin/scenarios/reload reloads by hand"}.`,
     );
   };
   const watched = (dir: string) => {

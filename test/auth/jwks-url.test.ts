@@ -84,7 +84,13 @@ describe("jwksUrl", () => {
         scopes: ALL_SCOPES,
         jwksTimeoutMs: 200,
       },
-      { now: () => new Date(), newId: () => crypto.randomUUID(), fetch },
+      {
+        now: () => new Date(),
+        monotonic: () => performance.now(),
+        newId: () => crypto.randomUUID(),
+        fetch,
+        listeningUrl: () => "http://localhost",
+      },
     );
     const app = new Hono();
     auth.mount(app as never);
