@@ -61,6 +61,14 @@ const assertionRequest = (app: Hono, aud: string, url = "/oauth2/token") =>
     url,
   );
 
+/** A call of the refused log (GET /__admin/refused), by its call id. */
+async function refusedCall(app: Hono, id: string | null): Promise<{ request: { url: string } }> {
+  const reply = await admin(app, "GET", "/refused");
+  const call = (reply.body.calls as Array<{ id: string; request: { url: string } }>).find((c) => c.id === id);
+  expect(call, `refused call ${id}`).toBeDefined();
+  return call as { request: { url: string } };
+}
+
 describe("credentials in a URL (issue 21, defect 9)", () => {
   it("a client secret in the token endpoint's query: 400 invalid_request (RFC 6749 §2.3.1), journaled redacted", async () => {
     const { app } = authSandbox(clientsYaml());
@@ -73,9 +81,10 @@ describe("credentials in a URL (issue 21, defect 9)", () => {
     expect(res.status).toBe(400);
     expect(body.error).toBe("invalid_request");
     expect(body.error_description).toMatch(/client_secret .*query.*RFC 6749 §2\.3\.1.*form body/);
-    const call = await admin(app, "GET", `/calls/${res.headers.get("x-sandbox-call-id")}`);
-    expect(call.body.request.url).toBe("http://localhost/oauth2/token?client_id=team-a-ehr&client_secret=[redacted]");
-    expect(JSON.stringify(call.body)).not.toContain("team-a-secret");
+    // Refused before any client is known: an anonymous call, kept in the refused log (not a journal), redacted.
+    const call = await refusedCall(app, res.headers.get("x-sandbox-call-id"));
+    expect(call.request.url).toBe("http://localhost/oauth2/token?client_id=team-a-ehr&client_secret=[redacted]");
+    expect(JSON.stringify(await admin(app, "GET", "/refused"))).not.toContain("team-a-secret");
   });
 
   it("an access token as ?access_token= on a message path is journaled redacted", async () => {
@@ -87,9 +96,10 @@ describe("credentials in a URL (issue 21, defect 9)", () => {
       body: allergy(),
     });
     expect(res.status).toBe(401);
-    const call = await admin(app, "GET", `/calls/${res.headers.get("x-sandbox-call-id")}`);
-    expect(call.body.request.url).toBe(`http://localhost${STANDARD}?access_token=[redacted]&_format=json`);
-    expect(JSON.stringify(call.body)).not.toContain(token);
+    // No token in the Authorization header: an anonymous 401, kept in the refused log, redacted.
+    const call = await refusedCall(app, res.headers.get("x-sandbox-call-id"));
+    expect(call.request.url).toBe(`http://localhost${STANDARD}?access_token=[redacted]&_format=json`);
+    expect(JSON.stringify(await admin(app, "GET", "/refused"))).not.toContain(token);
   });
 
   it.each([
