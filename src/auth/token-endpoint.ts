@@ -10,6 +10,7 @@ import type { ClientRegistry, RegisteredClient } from "./client-registry.js";
 import type { Endpoints } from "./discovery.js";
 import { NO_STORE, type OAuthError, oauthError } from "./oauth-error.js";
 import type { SigningKey } from "./signing-key.js";
+import { readTokenForm } from "./token-form.js";
 
 export interface TokenEndpointDeps {
   registry: ClientRegistry;
@@ -29,8 +30,6 @@ export interface TokenEndpointDeps {
 }
 
 const FORM = "application/x-www-form-urlencoded";
-/** Parameters whose values are credentials: the journal keeps their names only. */
-const SECRET_PARAMS = new Set(["client_secret", "client_assertion"]);
 
 /** A JSON answer of the token endpoint, never cached, its text kept for the journal (an access token redacted). */
 function tokenJson(
@@ -110,18 +109,10 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
       return errorAnswer(c, oauthError("invalid_request", incompleteBody(read.error), 408));
     if (!read.ok)
       return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
-    const params = new URLSearchParams(read.text);
-    callState(c).bodyText = [...params]
-      .map(([k, v]) => `${k}=${SECRET_PARAMS.has(k) ? REDACTED : encodeURIComponent(v)}`)
-      .join("&");
-
-    const repeated = [...new Set([...params.keys()].filter((k, i, all) => all.indexOf(k) !== i))];
-    if (repeated.length > 0) {
-      return errorAnswer(
-        c,
-        oauthError("invalid_request", `Parameter ${repeated.join(", ")} is given more than once; give each once.`),
-      );
-    }
+    const form = readTokenForm(read.text);
+    callState(c).bodyText = form.journalText;
+    if (!form.ok) return errorAnswer(c, form.error);
+    const params = form.params;
     const grantType = params.get("grant_type");
     if (!grantType)
       return errorAnswer(
