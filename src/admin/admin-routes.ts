@@ -4,9 +4,9 @@ import { z } from "zod";
 import type { ClientsReload } from "../auth/auth.js";
 import type { FailureLimit } from "../auth/failure-limit.js";
 import type { ServerLimits } from "../config/server-limits.js";
-import { formatProblem } from "../config/yaml-file.js";
+import { formatProblem, type YamlProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
+import { issue, moreIssues, operationOutcome } from "../fhir/outcome.js";
 import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
@@ -98,6 +98,10 @@ function problem(
 }
 
 /** The answer to a body that was too large, or did not arrive in full. */
+/** A scenario document's problem as an issue; the last of a capped list counts the rest (as the outcome's cap does). */
+const problemIssue = (p: YamlProblem) =>
+  p.more === undefined ? issue("invalid", formatProblem(p)) : moreIssues(p.more, "error");
+
 const unreadBody = (read: Exclude<BodyRead, { ok: true }>): Response =>
   read.tooLarge
     ? problem(413, `The body is larger than ${read.limit} bytes (--max-body).`, "too-long")
@@ -456,7 +460,11 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       return new Response(
         JSON.stringify(
           operationOutcome(
-            result.problems.map((p) => issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)),
+            result.problems.map((p) =>
+              p.more === undefined
+                ? issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)
+                : problemIssue(p),
+            ),
           ),
         ),
         { status: 400, headers: { "content-type": FHIR_JSON } },
@@ -492,10 +500,10 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!read.ok) return unreadBody(read);
     const added = workspace.scenarios.add(read.text);
     if (!added.ok) {
-      return new Response(
-        JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
-        { status: 400, headers: { "content-type": FHIR_JSON } },
-      );
+      return new Response(JSON.stringify(operationOutcome(added.problems.map(problemIssue))), {
+        status: 400,
+        headers: { "content-type": FHIR_JSON },
+      });
     }
     workspace.applyFixtures([added.scenario]);
     return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);

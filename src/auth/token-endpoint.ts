@@ -11,6 +11,7 @@ import type { Endpoints } from "./discovery.js";
 import { type FailureLimit, retryAfterSeconds } from "./failure-limit.js";
 import { NO_STORE, type OAuthError, oauthError } from "./oauth-error.js";
 import type { SigningKey } from "./signing-key.js";
+import { readTokenForm } from "./token-form.js";
 
 export interface TokenEndpointDeps {
   /** The clients as the clients file says now (it may be reloaded). */
@@ -149,18 +150,10 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
       return errorAnswer(c, oauthError("invalid_request", incompleteBody(read.error), 408));
     if (!read.ok)
       return errorAnswer(c, oauthError("invalid_request", `The body is larger than ${read.limit} bytes.`, 413));
-    const params = new URLSearchParams(read.text);
-    callState(c).bodyText = [...params]
-      .map(([k, v]) => `${k}=${secretParam(k, v) ? REDACTED : encodeURIComponent(v)}`)
-      .join("&");
-
-    const repeated = [...new Set([...params.keys()].filter((k, i, all) => all.indexOf(k) !== i))];
-    if (repeated.length > 0) {
-      return errorAnswer(
-        c,
-        oauthError("invalid_request", `Parameter ${repeated.join(", ")} is given more than once; give each once.`),
-      );
-    }
+    const form = readTokenForm(read.text);
+    callState(c).bodyText = form.journalText;
+    if (!form.ok) return errorAnswer(c, form.error);
+    const params = form.params;
     const grantType = params.get("grant_type");
     if (!grantType)
       return errorAnswer(

@@ -1,5 +1,17 @@
 import { readFileSync, statSync } from "node:fs";
-import { isCollection, isMap, isNode, isScalar, LineCounter, parseDocument } from "yaml";
+import {
+  type Document,
+  isCollection,
+  isMap,
+  isNode,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Pair,
+  parseDocument,
+  visit,
+  type YAMLMap,
+} from "yaml";
 import type { z } from "zod";
 
 /** Files larger than this are refused before parsing, unless the caller sets its own limit. */
@@ -19,11 +31,38 @@ export function tooLarge(file: string, size: number, limit: YamlLimit): YamlProb
 /** Bound on alias expansion ("billion laughs"). */
 const MAX_ALIAS_COUNT = 100;
 
+/**
+ * Most problems one document reports; a last one counts the rest. A file of 20,000 unknown keys gets 100 lines to
+ * read, not 20,000 (CONTRACT §15; an answer's OperationOutcome holds as many issues, fhir/outcome.ts).
+ */
+export const MAX_PROBLEMS = 100;
+
+/**
+ * The first MAX_PROBLEMS problems, and one more (of the whole file) saying how many were left out of `total`
+ * (default: as many as are given).
+ */
+export function capProblems(problems: YamlProblem[], file: string, total = problems.length): YamlProblem[] {
+  if (total <= MAX_PROBLEMS) return problems;
+  const more = total - MAX_PROBLEMS;
+  return [
+    ...problems.slice(0, MAX_PROBLEMS),
+    {
+      file,
+      line: 0,
+      column: 0,
+      message: `…and ${more} more problem${more === 1 ? "" : "s"} not shown: fix these and check the file again to see the rest.`,
+      more,
+    },
+  ];
+}
+
 export interface YamlProblem {
   file: string;
   line: number;
   column: number;
   message: string;
+  /** On the last problem of a capped list: how many more problems it stands for. */
+  more?: number;
 }
 
 /** Where a path of the decoded value stands in the file, for problems found after decoding. */
@@ -61,13 +100,82 @@ export function readYamlFile<S extends z.ZodType>(
   return decodeYaml(text, file, schema);
 }
 
+/**
+ * Every key given twice in a map of the document, at the second, in one walk with a Set per map. The yaml
+ * library's own `uniqueKeys` check compares each key with every earlier one: 20,000 keys held the server for
+ * minutes (issue 21). Keys are equal as the library says: the same node, or scalars of the same value.
+ */
+function duplicateKeys(doc: Document.Parsed): Array<{ offset: number; message: string }> {
+  const found: Array<{ offset: number; message: string }> = [];
+  visit(doc, {
+    Map(_, map) {
+      const seen = new Map<unknown, Pair>();
+      for (const pair of map.items) {
+        const key = isScalar(pair.key) ? pair.key.value : pair.key;
+        const earlier = seen.get(key);
+        if (earlier === undefined) {
+          seen.set(key, pair);
+          continue;
+        }
+        const offset = isNode(pair.key) && pair.key.range ? pair.key.range[0] : (map.range?.[0] ?? 0);
+        found.push({ offset, message: `Map keys must be unique; ${JSON.stringify(String(key))} is given twice` });
+      }
+    },
+  });
+  return found;
+}
+
+/**
+ * Finds nodes by path in time linear in the path: a map's pairs are indexed once, on the first lookup in it
+ * (`Document.getIn` searches a map's pairs one by one, so locating one problem per key of a 20,000-key map was
+ * quadratic). The first pair of a key wins, as in the yaml library.
+ */
+function nodeFinder(doc: Document.Parsed) {
+  const byValue = new WeakMap<YAMLMap, Map<unknown, Pair>>();
+  const byText = new WeakMap<YAMLMap, Map<string, Pair>>();
+  const index = (map: YAMLMap) => {
+    let values = byValue.get(map);
+    let texts = byText.get(map);
+    if (!values || !texts) {
+      values = new Map();
+      texts = new Map();
+      for (const pair of map.items) {
+        if (!isScalar(pair.key)) continue;
+        if (!values.has(pair.key.value)) values.set(pair.key.value, pair);
+        const text = String(pair.key.value);
+        if (!texts.has(text)) texts.set(text, pair);
+      }
+      byValue.set(map, values);
+      byText.set(map, texts);
+    }
+    return { values, texts };
+  };
+  /** The node at `path`, as `doc.getIn(path, true)` finds it. */
+  const getIn = (path: ReadonlyArray<string | number>): unknown => {
+    let node: unknown = doc.contents;
+    for (const step of path) {
+      if (isMap(node)) node = index(node).values.get(step)?.value;
+      else if (isSeq(node)) node = node.items[Number(step)];
+      else return undefined;
+    }
+    return node;
+  };
+  /** The pair of key `key` (by its text) in the map at `path`. */
+  const pairIn = (path: ReadonlyArray<string | number>, key: string | number): Pair | undefined => {
+    const parent = getIn(path);
+    return isMap(parent) ? index(parent).texts.get(String(key)) : undefined;
+  };
+  return { getIn, pairIn };
+}
+
 export function decodeYaml<S extends z.ZodType>(text: string, file: string, schema: S): YamlRead<z.infer<S>> {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, {
     lineCounter,
     schema: "core",
     customTags: [],
-    uniqueKeys: true,
+    // Checked in one walk below (duplicateKeys): the library's check is quadratic in a map's size.
+    uniqueKeys: false,
     prettyErrors: false,
     // No YAML 1.1 tags either (!!binary would decode to a Buffer, !!set to a Set).
     resolveKnownTags: false,
@@ -75,14 +183,25 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   const at = (offset: number) => lineCounter.linePos(offset);
   // An unknown tag (!foo, !!js/function) is only a warning to the yaml library, which then reads it as a
   // plain string: "no custom tags" means refusing the file, so warnings count as problems.
-  const parseProblems = [...doc.errors, ...doc.warnings];
+  const parseProblems = [
+    ...[...doc.errors, ...doc.warnings].map((e) => ({
+      offset: e.pos[0],
+      message: e.message.split("\n")[0] ?? e.message,
+    })),
+    ...duplicateKeys(doc),
+  ];
   if (parseProblems.length > 0) {
     return {
       ok: false,
-      problems: parseProblems.map((e) => {
-        const { line, col } = at(e.pos[0]);
-        return { file, line, column: col, message: e.message.split("\n")[0] ?? e.message };
-      }),
+      problems: capProblems(
+        parseProblems
+          .sort((a, b) => a.offset - b.offset)
+          .map((e) => {
+            const { line, col } = at(e.offset);
+            return { file, line, column: col, message: e.message };
+          }),
+        file,
+      ),
     };
   }
   let data: unknown;
@@ -92,12 +211,10 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   } catch (error) {
     return { ok: false, problems: [{ file, line: 1, column: 1, message: (error as Error).message }] };
   }
+  const find = nodeFinder(doc);
   /** Where the key `key` of the map at `path` is written, if it is. */
   const keyOffset = (path: ReadonlyArray<string | number>, key: string | number): number | undefined => {
-    const parent = doc.getIn(path as never[], true);
-    const pair = isMap(parent)
-      ? parent.items.find((p) => isScalar(p.key) && String(p.key.value) === String(key))
-      : undefined;
+    const pair = find.pairIn(path, key);
     return isScalar(pair?.key) && pair.key.range ? pair.key.range[0] : undefined;
   };
   const locate: Locate = (path, message) => {
@@ -105,7 +222,7 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
     let node: unknown;
     let depth = path.length;
     for (; depth >= 0; depth--) {
-      node = doc.getIn(path.slice(0, depth) as never[], true);
+      node = find.getIn(path.slice(0, depth));
       if (isNode(node)) break;
     }
     let offset = isNode(node) && node.range ? node.range[0] : 0;
@@ -119,19 +236,29 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
   };
   const parsed = schema.safeParse(data);
   if (parsed.success) return { ok: true, value: parsed.data, locate };
-  return {
-    ok: false,
-    problems: parsed.error.issues.flatMap((i) => {
-      const path = i.path as Array<string | number>;
-      if (i.code !== "unrecognized_keys") return [locate(path, i.message)];
-      // One problem per unknown key, at the key itself (a typo is found where it is written, not at its map).
-      return i.keys.map((key) => {
-        const problem = locate(path, `unknown key "${key}"`);
-        const offset = keyOffset(path, key);
-        if (offset === undefined) return problem;
+  // Located one by one, each in time linear in its path: only as many as are reported, and a count of the rest.
+  const problems: YamlProblem[] = [];
+  let more = 0;
+  for (const i of parsed.error.issues) {
+    const path = i.path as Array<string | number>;
+    // One problem per unknown key, at the key itself (a typo is found where it is written, not at its map).
+    for (const key of i.code === "unrecognized_keys" ? i.keys : [undefined]) {
+      if (problems.length >= MAX_PROBLEMS) {
+        more++;
+        continue;
+      }
+      if (key === undefined) {
+        problems.push(locate(path, i.message));
+        continue;
+      }
+      const problem = locate(path, `unknown key "${key}"`);
+      const offset = keyOffset(path, key);
+      if (offset === undefined) problems.push(problem);
+      else {
         const { line, col } = at(offset);
-        return { ...problem, line, column: col };
-      });
-    }),
-  };
+        problems.push({ ...problem, line, column: col });
+      }
+    }
+  }
+  return { ok: false, problems: capProblems(problems, file, problems.length + more) };
 }

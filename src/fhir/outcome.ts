@@ -67,11 +67,60 @@ export function issue(
   return out;
 }
 
-/** The OperationOutcome that carries a list of issues. */
+/**
+ * Most issues one OperationOutcome lists (CONTRACT §5, §15). Every outcome the sandbox writes — validation, the
+ * envelope, business rules, scenario-scripted outcomes, admin refusals — is built by `operationOutcome`, so this is
+ * the one cap: a megabyte of small mistakes must not come back as tens of megabytes, nor cost a FHIRPath
+ * evaluation each when the journal shows the call.
+ */
+export const MAX_ISSUES = 100;
+
+const RANK: Record<IssueSeverity, number> = { information: 0, warning: 1, error: 2, fatal: 3 };
+
+/** The more severe of two severities. */
+export const worse = (a: IssueSeverity, b: IssueSeverity): IssueSeverity => (RANK[b] > RANK[a] ? b : a);
+
+/** The issues that count others (made by moreIssues), and how many each counts. */
+const counted = new WeakMap<Issue, number>();
+
+/**
+ * The last issue of a capped list: how many more there were, as severe as the worst of them (so an outcome never
+ * looks milder than it is). `too-costly` is the R4 issue type for "not done because it would cost too much".
+ */
+export function moreIssues(count: number, severity: IssueSeverity): Issue {
+  const more = issue(
+    "too-costly",
+    `…and ${count} more issue${count === 1 ? "" : "s"} not shown: an answer lists the first ${MAX_ISSUES}. Fix these and send again to see the rest.`,
+    undefined,
+    severity,
+  );
+  counted.set(more, count);
+  return more;
+}
+
+/**
+ * The issues an answer lists: all of them when there are at most MAX_ISSUES (and a last one counting the rest, as
+ * a list capped before has), else the first MAX_ISSUES in the order found and one more counting the rest (a
+ * counting issue among them for as many as it counts). One pass over the list.
+ */
+export function capIssues(issues: readonly Issue[]): readonly Issue[] {
+  const last = issues.at(-1);
+  if (issues.length <= MAX_ISSUES || (issues.length === MAX_ISSUES + 1 && last && counted.has(last))) return issues;
+  let severity: IssueSeverity = "information";
+  let count = 0;
+  for (let i = MAX_ISSUES; i < issues.length; i++) {
+    const left = issues[i] as Issue;
+    severity = worse(severity, left.severity);
+    count += counted.get(left) ?? 1;
+  }
+  return [...issues.slice(0, MAX_ISSUES), moreIssues(count, severity)];
+}
+
+/** The OperationOutcome that carries a list of issues, capped at MAX_ISSUES and a last one counting the rest. */
 export function operationOutcome(issues: readonly Issue[], id?: string): OperationOutcome {
   const outcome: OperationOutcome = {
     resourceType: "OperationOutcome",
-    issue: issues.map((i) => {
+    issue: capIssues(issues).map((i) => {
       const entry: OperationOutcome["issue"][number] = {
         severity: i.severity,
         code: i.code,

@@ -64,12 +64,15 @@ export function mergeIssues(
   const operation = checks.operation ?? [];
   const own = [...checks.envelope, ...operation];
   if (validation.length === 0) return own;
+  // One pass, a Set lookup per issue; no key is built when there is nothing to compare it with (a message of
+  // many mistakes has hundreds of thousands of validator issues).
   const explained = new Set(checks.envelope.map((i) => i.expression?.[0]));
-  const same = new Set(operation.map(key));
-  return [
-    ...own,
-    ...validation.filter(
-      (i) => !explained.has(i.expression?.[0]) && !same.has(key(i)) && !i.diagnostics.startsWith("bdl-12:"),
-    ),
-  ];
+  const same = operation.length > 0 ? new Set(operation.map(key)) : undefined;
+  const merged = [...own];
+  for (const i of validation) {
+    if (explained.size > 0 && explained.has(i.expression?.[0])) continue;
+    if (same?.has(key(i)) || i.diagnostics.startsWith("bdl-12:")) continue;
+    merged.push(i);
+  }
+  return merged;
 }

@@ -306,6 +306,74 @@ describe("token request successes", () => {
   });
 });
 
+/** A form of distinct, empty-valued keys `k0=&k1=&…` as long as `bytes` (the default --max-body is 1 MiB). */
+function distinctKeys(bytes: number): { body: string; keys: number } {
+  const parts: string[] = [];
+  let length = 0;
+  for (let i = 0; ; i++) {
+    const part = `k${i}=`;
+    if (length + part.length + 1 > bytes) return { body: parts.join("&"), keys: parts.length };
+    parts.push(part);
+    length += part.length + 1;
+  }
+}
+
+describe("the token form's budget (issue 21: linear in its length, at most 32 parameters)", () => {
+  it("a 1 MiB form of distinct keys is refused invalid_request at once, naming the limit (it froze the process 132 s)", async () => {
+    const app = sandbox();
+    const credentials = `${new URLSearchParams(GRANT)}&client_id=clinic&client_secret=clinic-secret&`;
+    const { body, keys } = distinctKeys(1024 * 1024 - credentials.length);
+    expect(keys).toBeGreaterThan(100_000);
+
+    const began = performance.now();
+    const reply = await tokenRequest(app, credentials + body);
+    const ms = performance.now() - began;
+
+    expect(reply.status).toBe(400);
+    expect(reply.body).toEqual({
+      error: "invalid_request",
+      error_description: expect.stringMatching(new RegExp(`has ${keys + 3} parameters.*at most 32`)),
+    });
+    expectNoStore(reply);
+    // Generous for a loaded machine: the fix takes milliseconds, the quadratic check took minutes.
+    expect(ms).toBeLessThan(2_000);
+    // The journal keeps the first 32 parameters, redacted, and says how many more came.
+    const { calls } = (await (await app.request("/__admin/calls")).json()) as {
+      calls: Array<{ request: { path: string; body: string } }>;
+    };
+    const kept = calls.find((c) => c.request.path === "/oauth2/token")?.request.body ?? "";
+    expect(kept).toMatch(
+      new RegExp(
+        `^grant_type=client_credentials&client_id=clinic&client_secret=\\[redacted\\]&k0=&.*&k28=&… \\(${keys + 3 - 32} more parameters not kept\\)$`,
+      ),
+    );
+    expect(kept).not.toContain("clinic-secret");
+  });
+
+  it("32 parameters are taken (unknown ones ignored, RFC 6749 §3.2); 33 are refused", async () => {
+    const app = sandbox();
+    const credentials = { ...GRANT, client_id: "clinic", client_secret: "clinic-secret" };
+    const extra = (n: number) => Array.from({ length: n }, (_, i) => `extra${i}=x`).join("&");
+
+    const at = await tokenRequest(app, `${new URLSearchParams(credentials)}&${extra(29)}`);
+    const over = await tokenRequest(app, `${new URLSearchParams(credentials)}&${extra(30)}`);
+
+    expect(at.status).toBe(200);
+    expect(over).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+    expect(over.body.error_description).toMatch(/has 33 parameters/);
+  });
+
+  it("repeated parameters are all named, within the limit (empty pieces between '&'s are not parameters)", async () => {
+    const reply = await tokenRequest(
+      sandbox(),
+      "grant_type=client_credentials&&scope=a&client_id=clinic&&scope=b&client_id=clinic&client_secret=x",
+    );
+
+    expect(reply).toMatchObject({ status: 400, body: { error: "invalid_request" } });
+    expect(reply.body.error_description).toBe("Parameter scope, client_id is given more than once; give each once.");
+  });
+});
+
 /** A clients file with one private_key_jwt client whose public key is `jwk`. */
 const jwtClients = (jwk: object) => `clients:
   - id: backend

@@ -20,7 +20,7 @@ describe("base64Binary", () => {
 });
 
 describe("a message of many mistakes", () => {
-  it("is answered with the first 1,000 problems and a count of the rest, not megabytes", async () => {
+  it("is answered with the first 100 problems and a count of the rest, not megabytes (CONTRACT §15)", async () => {
     const { createApp } = await import("../../src/app.js");
     const { messageBundle, post } = await import("../support/messages.js");
     const unknown = Object.fromEntries(Array.from({ length: 5_000 }, (_, i) => [`x${i}`, 1]));
@@ -29,9 +29,10 @@ describe("a message of many mistakes", () => {
       messageBundle("view-patient-profile", [{ resourceType: "Patient", id: "p1", ...unknown } as never]),
     );
     expect(reply.status).toBe(400);
-    const issues = reply.body.issue as Array<{ code: string; diagnostics: string }>;
-    expect(issues).toHaveLength(1_001);
-    expect(issues.at(-1)).toMatchObject({ code: "too-costly" });
-    expect(issues.at(-1)?.diagnostics).toMatch(/^4000 more problems/);
+    const issues = reply.body.issue as Array<{ code: string; severity: string; diagnostics: string }>;
+    expect(issues).toHaveLength(101);
+    expect(issues[0]?.diagnostics).toMatch(/^"x0" is not an element of Patient/);
+    expect(issues.at(-1)).toMatchObject({ code: "too-costly", severity: "error" });
+    expect(issues.at(-1)?.diagnostics).toMatch(/^…and 4900 more issues not shown/);
   });
 });
