@@ -54,7 +54,7 @@ interface Resumed {
   nextId: number;
   /** A last line without its "\n" that is no JSON: cut off by a crash mid-write. */
   cutOff: FileLine | undefined;
-  /** A complete last line that only lacks its "\n". */
+  /** A complete last line (JSON) that only lacks its "\n". */
   unterminated: boolean;
   /** Complete lines met that are no call with an id: how many, and where the first of them in the file starts. */
   unreadable: { lines: number; firstAt: number };
@@ -84,10 +84,14 @@ function resume(fd: number): Resumed {
   let last = true;
   for (const line of linesFromEnd(fd, stat.size)) {
     const ids = line.bytes.length > 0 ? idsOf(line) : undefined;
+    // A last line without its "\n": cut off by a crash when it is no JSON; else it gets its "\n" (or the next
+    // call's line would be glued to it), and is counted below when it is no call.
+    const cut = last && line.bytes.length > 0 && !ids && !isJsonLine(line);
     if (last && line.bytes.length > 0) {
-      if (ids) unterminated = true;
-      else if (!isJsonLine(line)) cutOff = line;
-    } else if (!ids && line.bytes.length > 0) {
+      if (cut) cutOff = line;
+      else unterminated = true;
+    }
+    if (!ids && !cut && line.bytes.length > 0) {
       unreadable.lines++;
       unreadable.firstAt = line.start;
       highest = Math.max(highest, idsAtStartOf(line));

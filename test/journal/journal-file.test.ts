@@ -171,6 +171,19 @@ describe("--journal-file: lines that are no call (issue 21)", () => {
     expect(log.some((l) => l.includes("no recorded call"))).toBe(true);
   });
 
+  it("a last line that is JSON but no call, without its newline: the next call gets a line of its own", async () => {
+    const file = journalPath();
+    writeFileSync(file, `${JSON.stringify({ id: "2", direction: "inbound" })}\n{"hello":"world"}`);
+    const log: string[] = [];
+    const sandbox = start(file, log);
+    expect(await callId(smallCall(sandbox))).toBe("3");
+    const lines = readFileSync(file, "utf8").split("\n");
+    expect(lines[1]).toBe('{"hello":"world"}');
+    expect(JSON.parse(lines[2] as string).id).toBe("3");
+    expect(log.some((l) => l.includes("no recorded call"))).toBe(true);
+    expect(existsSync(`${file}.cut-off`)).toBe(false);
+  });
+
   it("unreadable lines in the middle: ids continue after the highest, whatever they hold", async () => {
     const file = journalPath();
     const first = start(file);
