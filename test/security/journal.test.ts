@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
-import { http, killStray } from "../cli/cli-process.js";
+import { http, killStray, runToExit } from "../cli/cli-process.js";
 import { allergyMessage, genuineCall, startSharedSandbox, TEAMS, untouched } from "./shared-sandbox.js";
 
 // Issue 21, defect 12 ("The journal as evidence"), black-box against the shared sandbox: team-a sends the bodies
@@ -58,8 +58,12 @@ describe("the journal as evidence: ordinary bodies with line breaks", { timeout:
     try {
       const evidence = await genuineCall(sandbox, "team-b");
       const token = await sandbox.token("team-a");
+      // `uae-fhir-sandbox example add-allergy | curl --data-binary @-`: the envelope as the CLI prints it.
+      const printed = await runToExit(["example", "add-allergy"]);
+      expect(printed.code, printed.stderr).toBe(0);
       const bodies: string[] = [
         ...readmeFiles.map(([, text]) => jqRs(text)),
+        printed.stdout,
         JSON.stringify(withNote("pretty"), null, 2),
         `${JSON.stringify(withNote("a trailing newline"))}\n`,
         JSON.stringify(withNote("crlf"), null, 2).replaceAll("\n", "\r\n"),
