@@ -29,6 +29,7 @@ import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import type { PatientSummary } from "../store/sandbox-store.js";
+import { oneLineJson } from "../text/one-line-json.js";
 import { uiRoutes } from "../ui/ui-routes.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
@@ -142,7 +143,8 @@ const CHUNK = 64 * 1024;
 /** How a listing writes a call: whole (callJson), or its summary (view=summary). */
 type CallText = (call: CallRecord) => string;
 
-const summaryJson: CallText = (call) => JSON.stringify(callSummary(call));
+/** One line whatever the call holds (a rule name, an error with U+2028): summaries are NDJSON lines too. */
+const summaryJson: CallText = (call) => oneLineJson(JSON.stringify(callSummary(call)));
 
 /**
  * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
-import { newReadStats, readJournal } from "../record/read-journal.js";
+import { JournalLineError, newReadStats, readJournal } from "../record/read-journal.js";
 import { defaultOperationNames, loadScenarioText } from "../scenarios/load.js";
 import { parseCommandLine } from "./parse-command-line.js";
 
@@ -23,7 +23,9 @@ Options:
   --operation <id>      only calls of this operation; repeat for several
   -h, --help            this help
 
-Exit codes: 0 written, 1 the journal could not be read or the result would not load, 2 bad usage.`;
+Exit codes: 0 written, 1 the journal has a line that is no recorded call, holds no
+inbound call (of --operation) or none that can be exported (nothing is written then),
+or the result would not load, 2 bad usage.`;
 
 export interface ExportIo {
   out(line: string): void;
@@ -67,7 +69,8 @@ function parse(argv: string[]) {
 /**
  * `uae-fhir-sandbox export --from calls.ndjson --to scenarios/recorded.yaml`:
  * recorded calls → a scenario file (see ScenarioExporter). The journal is
- * read one line at a time; a cut-off last line is skipped.
+ * read one line at a time; a cut-off last line is skipped, any other line that
+ * is no call fails the export, as does a journal with nothing to export.
  */
 export async function exportCommand(argv: string[], io: ExportIo): Promise<number> {
   let options: ReturnType<typeof parse>;
@@ -90,12 +93,26 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
       exporter.add(call);
     }
   } catch (error) {
-    io.err(`Could not read ${from}: ${(error as Error).message}`);
+    // A JournalLineError names the file and the line.
+    io.err(error instanceof JournalLineError ? error.message : `Could not read ${from}: ${(error as Error).message}`);
     return 1;
   }
-  for (const bad of stats.bad.slice(0, 20)) io.err(`${from}:${bad.line}: skipped, ${bad.reason}`);
-  if (stats.bad.length > 20) io.err(`… and ${stats.bad.length - 20} more lines skipped`);
   if (stats.cutOff) io.err(`${from}:${stats.lines}: the last line is cut off (written during a crash?), skipped`);
+  // A scenario without rules is never what was asked for: say why, write nothing, and fail.
+  if (exporter.inbound === 0) {
+    const which = operations ? ` of ${operations.join(", ")}` : "";
+    io.err(
+      `${from} holds no inbound calls${which} (${stats.calls} calls in ${stats.lines} lines): nothing to export, no scenario written.`,
+    );
+    return 1;
+  }
+  const rules = exporter.rules().length;
+  if (rules === 0) {
+    io.err(`None of the ${exporter.inbound} inbound calls of ${from} could be exported, no scenario written:`);
+    for (const skip of exporter.skipped.slice(0, 5)) io.err(`  call ${skip.id}: ${skip.reason}`);
+    if (exporter.skipped.length > 5) io.err(`  … and ${exporter.skipped.length - 5} more`);
+    return 1;
+  }
 
   const text = exporter.toYaml({ from, at: new Date() });
   const check = loadScenarioText(text, to ?? "(output)");
@@ -104,14 +121,8 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
     mkdirSync(dirname(to), { recursive: true });
     writeFileSync(to, text);
   }
-  const rules = exporter.rules().length;
   const summary = `${rules} rules from ${exporter.exported} of ${exporter.inbound} inbound calls${to ? ` written to ${to}` : ""}; ${exporter.skipped.length} not exported`;
   io.err(summary);
-  if (exporter.inbound === 0) {
-    io.err(
-      `${from} holds no inbound calls${operations ? ` of ${operations.join(", ")}` : ""}: the scenario has no rules.`,
-    );
-  }
   if (!check.ok) {
     io.err("The sandbox would not load the result:");
     for (const problem of check.problems) io.err(`  ${formatProblem(problem)}`);

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { shownValue } from "../record/compare.js";
 import { type JunitCase, junitXml } from "../record/junit.js";
-import { newReadStats, readJournal } from "../record/read-journal.js";
+import { JournalLineError, newReadStats, readJournal } from "../record/read-journal.js";
 import { type ReplayResult, replayCalls } from "../record/replay.js";
 import { parseCommandLine } from "./parse-command-line.js";
 
@@ -32,7 +32,8 @@ Options:
   -h, --help              this help
 
 Exit codes: 0 every answer is the same, 1 any answer differs (or the target did not
-answer), 2 bad usage.`;
+answer), or the file has a line that is no recorded call (nothing is sent then) or
+no inbound call, 2 bad usage.`;
 
 export interface ReplayIo {
   out(line: string): void;
@@ -144,6 +145,21 @@ function junitCase(r: ReplayResult): JunitCase {
   };
 }
 
+/** Why `file` could not be read: a JournalLineError names the line already. */
+const readFailure = (file: string, error: unknown) =>
+  error instanceof JournalLineError ? error.message : `Could not read ${file}: ${(error as Error).message}`;
+
+/** How many inbound calls `file` holds, or why it cannot be read whole. */
+async function inboundCalls(file: string): Promise<number | string> {
+  let inbound = 0;
+  try {
+    for await (const call of readJournal(file, newReadStats())) if (call.direction === "inbound") inbound++;
+  } catch (error) {
+    return readFailure(file, error);
+  }
+  return inbound;
+}
+
 const ttyProgress = (line: string) => {
   process.stdout.write(line === "" ? "\r\x1b[K" : `\r\x1b[K${line.slice(0, (process.stdout.columns ?? 80) - 1)}`);
 };
@@ -151,7 +167,8 @@ const ttyProgress = (line: string) => {
 /**
  * `uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]`:
  * re-sends recorded inbound calls and reports, per call, whether the answer
- * is the same. Exit 0 all the same, 1 any difference, 2 bad usage.
+ * is the same. Exit 0 all the same, 1 any difference or a file that cannot be
+ * read whole or holds no inbound call, 2 bad usage.
  *
  * @example
  *   uae-fhir-sandbox replay calls.ndjson --target http://localhost:8080 --junit replay.xml
@@ -170,6 +187,19 @@ export async function replayCommand(argv: string[], io: ReplayIo): Promise<numbe
   }
   const progress = "progress" in io ? io.progress : process.stdout.isTTY ? ttyProgress : undefined;
   const { file, target, junit } = options;
+  // The whole file is read once before anything is sent: a line that is no call, or a file with nothing to
+  // replay, fails the run before the target has seen any of it (and never passes as "0 calls replayed").
+  const checked = await inboundCalls(file);
+  if (typeof checked === "string") {
+    io.err(checked);
+    return 1;
+  }
+  if (checked === 0) {
+    io.err(
+      `${file} holds no inbound calls: nothing to replay. Record some with --journal-file, or save GET /__admin/calls/export.`,
+    );
+    return 1;
+  }
   const stats = newReadStats();
   const cases: JunitCase[] = [];
   const started = new Date();
@@ -190,14 +220,17 @@ export async function replayCommand(argv: string[], io: ReplayIo): Promise<numbe
       if (junit !== undefined) cases.push(junitCase(result));
     }
   } catch (error) {
+    // The file changed since it was checked (a journal still being written), or could not be read any more.
     progress?.("");
-    io.err(`Could not read ${file}: ${(error as Error).message}`);
+    io.err(readFailure(file, error));
+    io.err(`${replayed} calls had been replayed: ${replayed - different} same, ${different} different.`);
     return 1;
   }
-  for (const bad of stats.bad.slice(0, 20)) io.err(`${file}:${bad.line}: skipped, ${bad.reason}`);
-  if (stats.bad.length > 20) io.err(`… and ${stats.bad.length - 20} more lines skipped`);
   if (stats.cutOff) io.err(`${file}:${stats.lines}: the last line is cut off (written during a crash?), skipped`);
-  if (replayed === 0) io.err(`${file} holds no inbound calls: nothing was replayed.`);
+  if (replayed === 0) {
+    io.err(`${file} held no inbound calls any more when they were replayed (the file changed): nothing was replayed.`);
+    return 1;
+  }
   io.out(`${replayed} calls replayed: ${replayed - different} same, ${different} different`);
   if (junit !== undefined) {
     mkdirSync(dirname(junit), { recursive: true });

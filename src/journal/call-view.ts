@@ -1,5 +1,6 @@
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { parseJson } from "../envelope/json.js";
+import { oneLineJson } from "../text/one-line-json.js";
 import type { CallRecord } from "./call-record.js";
 
 /** A body as shown by the admin API: parsed JSON when it is JSON, else the text. */
@@ -34,10 +35,14 @@ const BODY_SLOT = '"body":null}';
 
 /**
  * `JSON.stringify(callView(call))`, its `id` first and then `head`'s
- * members, without parsing and re-serializing bodies known to be JSON
- * (`jsonBodies`): their text goes into the line as it is. Parsing and
- * serializing a call's bodies again cost a hundred microseconds per call, on
- * every journal-file write and listing.
+ * members, on one line: a line of NDJSON (the journal file, `format=ndjson`,
+ * the export), whatever the bodies hold. Bodies known to be JSON
+ * (`jsonBodies`) are not parsed and serialized again (that cost a hundred
+ * microseconds per call, on every journal-file write and listing): their
+ * text goes into the line as it is when it is one line already, which
+ * anything the sandbox serialized and most clients' requests are; a request
+ * written with line breaks (pretty-printed, a trailing newline) goes in
+ * compacted (oneLineJson), never with its breaks.
  *
  * @example
  *   writeSync(fd, `${callJson(call, { highestIdIssued: "12" })}\n`);
@@ -45,7 +50,8 @@ const BODY_SLOT = '"body":null}';
 export function callJson(call: CallRecord, head: Record<string, unknown> = {}): string {
   if (!call.jsonBodies) {
     const { id, ...view } = callView(call);
-    return JSON.stringify({ id, ...head, ...view });
+    // JSON.stringify leaves U+2028 and U+2029 raw in strings (a non-JSON body, a header): escaped here.
+    return oneLineJson(JSON.stringify({ id, ...head, ...view }));
   }
   const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   const skeleton = JSON.stringify({
@@ -60,15 +66,16 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
   // the request's and the last the response's.
   const first = skeleton.indexOf(BODY_SLOT);
   const slot = (text: string) => `"body":${text === "" ? "null" : text}}`;
-  if (!response) return skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length);
   const last = skeleton.lastIndexOf(BODY_SLOT);
-  return (
-    skeleton.slice(0, first) +
-    slot(request.body) +
-    skeleton.slice(first + BODY_SLOT.length, last) +
-    slot(response.body) +
-    skeleton.slice(last + BODY_SLOT.length)
-  );
+  const line = !response
+    ? skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length)
+    : skeleton.slice(0, first) +
+      slot(request.body) +
+      skeleton.slice(first + BODY_SLOT.length, last) +
+      slot(response.body) +
+      skeleton.slice(last + BODY_SLOT.length);
+  // The whole line at once: one scan in the common case, where the spliced bodies and the skeleton are one line.
+  return oneLineJson(line);
 }
 
 const bundles = new WeakMap<CallRecord, Record<string, unknown> | null>();

@@ -38,12 +38,26 @@ function idsOf(line: FileLine): { id: number; highestIdIssued: number } | undefi
   return { id: number(id), highestIdIssued: number(highestIdIssued) };
 }
 
+/**
+ * The ids at the start of a line that is no JSON: every line this sandbox writes starts `{"id":"N","highestIdIssued":"M"`,
+ * and builds before 0.1.0 split a call whose request body held line breaks over several lines, whose first piece
+ * still starts so. A piece from inside a body may start so too: it can only raise the ids found, never lower them.
+ */
+const IDS_AT_START = /^\{"id":"(\d{1,15})"(?:,"highestIdIssued":"(\d{1,15})")?/;
+
+function idsAtStartOf(line: FileLine): number {
+  const m = IDS_AT_START.exec(line.bytes.subarray(0, 64).toString("latin1"));
+  return m ? Math.max(Number(m[1]), Number(m[2] ?? 0)) : 0;
+}
+
 interface Resumed {
   nextId: number;
   /** A last line without its "\n" that is no JSON: cut off by a crash mid-write. */
   cutOff: FileLine | undefined;
-  /** A complete last line that only lacks its "\n". */
+  /** A complete last line (JSON) that only lacks its "\n". */
   unterminated: boolean;
+  /** Complete lines met that are no call with an id: how many, and where the first of them in the file starts. */
+  unreadable: { lines: number; firstAt: number };
 }
 
 /**
@@ -53,28 +67,41 @@ interface Resumed {
  * highest id handed out when it was written. Every answer is sent after its
  * own line is written, so no id a client saw is above the last line's
  * `highestIdIssued`: numbering continues after it. Lines without it (older
- * files) are read back to the start for their highest id.
+ * files) are read back to the start for their highest id. A line that cannot
+ * be read (a call an older build split at its body's line breaks, a line edited
+ * by hand) is passed over, counting the ids at its start, and the reading goes
+ * on back to a whole line that carries `highestIdIssued`: ids never start again
+ * below one the file holds.
  */
 function resume(fd: number): Resumed {
+  const unreadable = { lines: 0, firstAt: 0 };
   const stat = fstatSync(fd);
   // A device (/dev/full, /dev/null) or a pipe has no past lines to continue.
-  if (!stat.isFile() || stat.size === 0) return { nextId: 1, cutOff: undefined, unterminated: false };
+  if (!stat.isFile() || stat.size === 0) return { nextId: 1, cutOff: undefined, unterminated: false, unreadable };
   let highest = 0;
   let cutOff: FileLine | undefined;
   let unterminated = false;
   let last = true;
   for (const line of linesFromEnd(fd, stat.size)) {
     const ids = line.bytes.length > 0 ? idsOf(line) : undefined;
+    // A last line without its "\n": cut off by a crash when it is no JSON; else it gets its "\n" (or the next
+    // call's line would be glued to it), and is counted below when it is no call.
+    const cut = last && line.bytes.length > 0 && !ids && !isJsonLine(line);
     if (last && line.bytes.length > 0) {
-      if (ids) unterminated = true;
-      else if (!isJsonLine(line)) cutOff = line;
+      if (cut) cutOff = line;
+      else unterminated = true;
+    }
+    if (!ids && !cut && line.bytes.length > 0) {
+      unreadable.lines++;
+      unreadable.firstAt = line.start;
+      highest = Math.max(highest, idsAtStartOf(line));
     }
     last = false;
     if (!ids) continue;
     highest = Math.max(highest, ids.id, Number.isSafeInteger(ids.highestIdIssued) ? ids.highestIdIssued : 0);
     if (Number.isSafeInteger(ids.highestIdIssued)) break;
   }
-  return { nextId: highest + 1, cutOff, unterminated };
+  return { nextId: highest + 1, cutOff, unterminated, unreadable };
 }
 
 function isJsonLine(line: FileLine): boolean {
@@ -122,6 +149,7 @@ export class JournalFile {
       this.nextId = resumed.nextId;
       if (resumed.unterminated) writeSync(fd, "\n");
       if (resumed.cutOff) this.#moveAside(fd, resumed.cutOff);
+      if (resumed.unreadable.lines > 0) this.#warnUnreadable(resumed.unreadable);
     } catch (error) {
       closeSync(fd);
       throw error;
@@ -136,6 +164,12 @@ export class JournalFile {
     ftruncateSync(fd, line.start);
     this.deps.warn(
       `journal file ${this.path}: its last line was cut off (${line.bytes.length} bytes; the sandbox stopped in the middle of writing it, before that call was answered). Moved it to ${aside} and removed it from the file; call ids continue at ${this.nextId}.`,
+    );
+  }
+
+  #warnUnreadable({ lines, firstAt }: Resumed["unreadable"]): void {
+    this.deps.warn(
+      `journal file ${this.path}: holds lines that are no recorded call (${lines} read at start, the first at byte ${firstAt}): pieces of calls that builds before 0.1.0 split at line breaks in a request body, or lines edited by hand. Call ids continue at ${this.nextId}, after the highest id found; replay and export refuse the file until those lines are removed.`,
     );
   }
 

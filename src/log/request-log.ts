@@ -1,6 +1,7 @@
 import pino from "pino";
 import type { SandboxEventMap, SandboxEvents } from "../events.js";
 import type { CallRecord } from "../journal/call-record.js";
+import { oneLineJson } from "../text/one-line-json.js";
 import type { BannerEvent } from "./banner.js";
 import { type CallEvent, callEvent } from "./call-event.js";
 import type { LogFields, SandboxLogger } from "./logger.js";
@@ -77,7 +78,9 @@ class Destination {
     const sink = this.lastLevel >= WARN ? this.streams.err : this.streams.out;
     const text =
       this.settings.format === "json"
-        ? json
+        ? // pino leaves U+2028 and U+2029 raw (a message id, an issue may hold them), where Node's readline ends a
+          // line: escaped, so that each event stays one line.
+          `${oneLineJson(json.trimEnd())}\n`
         : prettyLine(
             {
               level: this.lastLevel,

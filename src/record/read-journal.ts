@@ -1,5 +1,4 @@
 import { createReadStream } from "node:fs";
-import { createInterface } from "node:readline";
 import { isObject } from "../envelope/json.js";
 import { Redaction } from "../journal/redact.js";
 
@@ -23,26 +22,38 @@ export interface RecordedCall {
   error?: string;
 }
 
-/** A line of a journal file that is not a call record. */
-export interface BadLine {
-  line: number;
-  reason: string;
-}
-
 /** What reading a journal file found besides the calls. */
 export interface JournalReadStats {
   lines: number;
   calls: number;
-  /** Lines that are not call records (the cut-off last line is not among them). */
-  bad: BadLine[];
-  /** The last line was cut off (a crash mid-write): skipped. */
+  /** The last line was cut off (a crash mid-write, before that call was answered): skipped. */
   cutOff: boolean;
+}
+
+/**
+ * A line of a journal file that is no recorded call: the file cannot be read whole, and a report, a replay or a
+ * scenario made of the rest would leave calls out without saying so.
+ */
+export class JournalLineError extends Error {
+  constructor(
+    readonly file: string,
+    readonly line: number,
+    readonly reason: string,
+  ) {
+    super(
+      `${file}:${line}: not a recorded call (${reason}). Each line of a journal file must be one call as JSON, as --journal-file and GET /__admin/calls/export write it: fix or remove this line.${
+        reason.startsWith("not JSON")
+          ? " (Builds of the sandbox before 0.1.0 split a call whose request body held line breaks over several lines: record such calls again.)"
+          : ""
+      }`,
+    );
+  }
 }
 
 /** Files written by other versions (or by hand) may hold secrets in clear: the default rules apply on reading. */
 const redaction = new Redaction();
 
-export const newReadStats = (): JournalReadStats => ({ lines: 0, calls: 0, bad: [], cutOff: false });
+export const newReadStats = (): JournalReadStats => ({ lines: 0, calls: 0, cutOff: false });
 
 /** The request/response shape of a call record, or why a parsed line is not one. */
 export function asRecordedCall(value: unknown): RecordedCall | string {
@@ -79,48 +90,54 @@ export function asRecordedCall(value: unknown): RecordedCall | string {
 }
 
 /**
+ * The lines of a file as they come, split at "\n" only (as NDJSON is; a "\r" before it is dropped, for a file that
+ * went through a Windows editor), each with whether a "\n" ended it: only the last line can lack one.
+ */
+async function* fileLines(path: string): AsyncGenerator<{ text: string; terminated: boolean }> {
+  let rest = "";
+  for await (const chunk of createReadStream(path, { encoding: "utf8" }) as AsyncIterable<string>) {
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      const text = rest + chunk.slice(start, end);
+      yield { text: text.endsWith("\r") ? text.slice(0, -1) : text, terminated: true };
+      rest = "";
+      start = end + 1;
+    }
+    rest += chunk.slice(start);
+  }
+  if (rest !== "") yield { text: rest, terminated: false };
+}
+
+/**
  * Reads a journal file (NDJSON, one call per line) one line at a time, so a
- * file of any size is read in bounded memory. Lenient: a line that is not a
- * call record is skipped and noted in `stats`; a cut-off last line (the
- * server was killed mid-write) is skipped and flagged as such. Secrets are
- * redacted as the journal does (src/journal/redact.ts), whoever wrote the file.
+ * file of any size is read in bounded memory. Strict: a line that is not a
+ * call record throws a JournalLineError naming the file and the line, since
+ * whatever is made of the rest would silently lack that call. Only a last
+ * line without its "\n" that is no JSON is skipped (and flagged in `stats`):
+ * the server was killed while writing it, before that call was answered.
+ * Blank lines are skipped. Secrets are redacted as the journal does
+ * (src/journal/redact.ts), whoever wrote the file.
  *
  * @example
  *   const stats = newReadStats();
  *   for await (const call of readJournal("calls.ndjson", stats)) console.log(call.id);
  */
 export async function* readJournal(path: string, stats: JournalReadStats): AsyncGenerator<RecordedCall> {
-  const lines = createInterface({
-    input: createReadStream(path, { encoding: "utf8" }),
-    crlfDelay: Number.POSITIVE_INFINITY,
-  });
-  let lastBad: BadLine | undefined;
-  try {
-    for await (const text of lines) {
-      stats.lines++;
-      if (text.trim() === "") continue;
-      let parsed: unknown;
-      let call: RecordedCall | string;
-      try {
-        parsed = JSON.parse(text);
-        call = asRecordedCall(parsed);
-      } catch (error) {
-        call = `not JSON (${(error as Error).message})`;
+  for await (const { text, terminated } of fileLines(path)) {
+    stats.lines++;
+    if (text.trim() === "") continue;
+    let call: RecordedCall | string;
+    try {
+      call = asRecordedCall(JSON.parse(text));
+    } catch (error) {
+      if (!terminated) {
+        stats.cutOff = true;
+        return;
       }
-      if (typeof call === "string") {
-        lastBad = { line: stats.lines, reason: call };
-        stats.bad.push(lastBad);
-        continue;
-      }
-      stats.calls++;
-      yield redaction.recorded(call);
+      call = `not JSON (${(error as Error).message})`;
     }
-  } finally {
-    lines.close();
-  }
-  // Only the very last line can be a write cut short by a crash: that one is expected, the others are not.
-  if (lastBad && lastBad.line === stats.lines && lastBad.reason.startsWith("not JSON")) {
-    stats.bad.pop();
-    stats.cutOff = true;
+    if (typeof call === "string") throw new JournalLineError(path, stats.lines, call);
+    stats.calls++;
+    yield redaction.recorded(call);
   }
 }

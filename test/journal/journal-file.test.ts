@@ -141,6 +141,63 @@ describe("--journal-file: ids continue after a restart", () => {
   });
 });
 
+describe("--journal-file: lines that are no call (issue 21)", () => {
+  /** A call's line as builds before 0.1.0 wrote it when its request body was pretty-printed: split at each break. */
+  const splitLine = (id: string, highestIdIssued: string) =>
+    `{"id":"${id}","highestIdIssued":"${highestIdIssued}","direction":"inbound","request":{"method":"POST","body":{\n  "content": "{}"\n}\n},"response":null}\n`;
+
+  it("a file whose every call was split at its body's line breaks: ids continue after the highest, with a warning", async () => {
+    const file = journalPath();
+    writeFileSync(file, splitLine("1", "1") + splitLine("2", "3") + splitLine("3", "3"));
+    const log: string[] = [];
+    const sandbox = start(file, log);
+    expect(await callId(smallCall(sandbox))).toBe("4");
+    const warning = log.find((l) => l.includes("no recorded call"));
+    expect(warning).toContain(file);
+    expect(warning).toContain("Call ids continue at 4");
+    expect(existsSync(`${file}.cut-off`)).toBe(false);
+  });
+
+  it("a split call after the last whole line: ids continue after it, not after the whole line", async () => {
+    const file = journalPath();
+    const first = start(file);
+    await smallCall(first);
+    await smallCall(first);
+    first.close();
+    appendFileSync(file, splitLine("3", "3"));
+    const log: string[] = [];
+    const second = start(file, log);
+    expect(await callId(smallCall(second))).toBe("4");
+    expect(log.some((l) => l.includes("no recorded call"))).toBe(true);
+  });
+
+  it("a last line that is JSON but no call, without its newline: the next call gets a line of its own", async () => {
+    const file = journalPath();
+    writeFileSync(file, `${JSON.stringify({ id: "2", direction: "inbound" })}\n{"hello":"world"}`);
+    const log: string[] = [];
+    const sandbox = start(file, log);
+    expect(await callId(smallCall(sandbox))).toBe("3");
+    const lines = readFileSync(file, "utf8").split("\n");
+    expect(lines[1]).toBe('{"hello":"world"}');
+    expect(JSON.parse(lines[2] as string).id).toBe("3");
+    expect(log.some((l) => l.includes("no recorded call"))).toBe(true);
+    expect(existsSync(`${file}.cut-off`)).toBe(false);
+  });
+
+  it("unreadable lines in the middle: ids continue after the highest, whatever they hold", async () => {
+    const file = journalPath();
+    const first = start(file);
+    await smallCall(first);
+    first.close();
+    appendFileSync(file, `garbage\n{"id":"99"\n{"hello":"world"}\n${splitLine("5", "6")}`);
+    const second = start(file);
+    expect(await callId(smallCall(second))).toBe("100");
+    second.close();
+    const third = start(file);
+    expect(await callId(smallCall(third))).toBe("101");
+  });
+});
+
 describe("--journal-file: a last line cut off by a crash", () => {
   it("is moved aside to <file>.cut-off with a warning, and ids continue after the last complete line", async () => {
     const file = journalPath();

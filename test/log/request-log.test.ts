@@ -322,6 +322,20 @@ describe("levels and the other warnings", () => {
     ]);
   });
 
+  it("an event holding U+2028 or U+2029 stays one line for readers that end lines there (Node's readline)", async () => {
+    const { sandbox, log, out } = start({ format: "json" });
+    const id = "line\u2028paragraph\u2029end";
+    sandbox.logger.info(`a message with ${id}`);
+    await send(sandbox.app, envelope(messageBundle("add-allergy", [cashew()], { id })));
+    log.flush();
+    // Node's readline splits at \n, \r, U+2028 and U+2029: as many lines as events.
+    const lines = out.text.trimEnd().split(/\r\n|\n|\r|\u2028|\u2029/);
+    expect(lines).toHaveLength(2);
+    const [message, call] = lines.map((l) => JSON.parse(l));
+    expect(message.msg).toBe(`a message with ${id}`);
+    expect(call).toMatchObject({ event: "call", messageId: id });
+  });
+
   it("output held until released comes out in order", async () => {
     const { sandbox, log, out, err } = start({ format: "json" });
     log.hold();

@@ -277,8 +277,11 @@ describe("uae-fhir-sandbox export", () => {
       expect(result.code, result.stderr).toBe(0);
       expect(parse(result.stdout).rules.map((r: { name: string }) => r.name)).toEqual(["recorded update-task 1"]);
       expect(result.stderr).toContain("1 rules from 1 of 1 inbound calls; 0 not exported");
+      // Nothing to export is a failure, not an empty scenario (issue 21).
       const none = await exportCli([journal, "--operation", "add-task"]);
-      expect(parse(none.stdout).rules).toEqual([]);
+      expect(none.code).toBe(1);
+      expect(none.stdout).toBe("");
+      expect(none.stderr).toContain(`${journal} holds no inbound calls of add-task`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

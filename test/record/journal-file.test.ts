@@ -144,4 +144,46 @@ describe("--journal-file", { timeout: 60_000 }, () => {
     expect((await http(`${second.url}/__admin/health`)).json.calls).toBe(5);
     expect(readFileSync(file, "utf8")).not.toContain(AUTH_SECRET);
   });
+
+  it("restarts on a file with unreadable lines in the middle: ids continue past the highest (issue 21)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "journal-file-"));
+    dirs.push(dir);
+    const file = join(dir, "calls.ndjson");
+    const args = ["--journal-file", file, "--no-watch"];
+    // Bodies with line breaks, as clients send them (pretty-printed, jq -Rs): each call still one line.
+    const pretty = JSON.stringify({ content: `${JSON.stringify(addAllergy(), null, 2)}\n` }, null, 2);
+    const first = await startCli(args);
+    expect(await send(first.url, { body: pretty })).toBe(200);
+    expect(await send(first.url, { body: `${envelope(addAllergy())}\r\n` })).toBe(200);
+    first.child.process.kill("SIGKILL");
+    await first.child.waitForExit();
+    expect(lines(file).map((l) => JSON.parse(l).id)).toEqual(["1", "2"]);
+
+    // A call as earlier builds wrote it, split at its body's line breaks, and a line edited by hand.
+    const split = `{"id":"7","highestIdIssued":"7","direction":"inbound","request":{"method":"POST","body":${pretty}},"response":null}`;
+    appendFileSync(file, `${split}\nnot a call\n`);
+    const second = await startCli(args);
+    expect(second.child.stderr).toContain(`journal file ${file}: holds lines that are no recorded call`);
+    expect(second.child.stderr).toContain("Call ids continue at 8");
+    expect(await send(second.url, { body: pretty })).toBe(200);
+    second.child.process.kill("SIGKILL");
+    await second.child.waitForExit();
+
+    // Those lines are in the middle now: the next start still continues after the highest id.
+    const third = await startCli(args);
+    const reply = await http(`${third.url}${STANDARD}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: pretty,
+    });
+    expect(reply.headers.get("x-sandbox-call-id")).toBe("9");
+    const written = lines(file).flatMap((l) => {
+      try {
+        return [JSON.parse(l).id];
+      } catch {
+        return [];
+      }
+    });
+    expect(written).toEqual(["1", "2", "8", "9"]);
+  });
 });
