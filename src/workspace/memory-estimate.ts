@@ -32,8 +32,10 @@ export interface MemoryFigures {
  *   strings, 7 for a body of many small objects; 2.5 is counted;
  * - FHIRPath: about 140 heap bytes a character of an expression (fhirpath.js
  *   keeps its parse tree), whatever its length (70 to 8,000 characters);
- * - an order to one pharmacy: 24 KiB (its patient, requests, Task, history,
- *   timer); each further pharmacy it went to, 3.6 KiB (a Task, a delivery);
+ * - an order: 4.6 KiB, and 2 KiB for each pharmacy it went to (a Task, a
+ *   delivery): 6.5 KiB to one, 25 KiB to ten. Its patient is the store's
+ *   (counted as a patient); the generated profiles behind patients are a
+ *   cache of 256 shared by every workspace, not counted here;
  * - a subscribed pharmacy (its Subscription kept): 1.2 KiB.
  */
 const BODY_SHARE = 0.25;
@@ -43,8 +45,8 @@ const COST = {
   call: 1_200,
   patient: 6_000,
   record: 400,
-  order: 20_500,
-  orderRequest: 3_700,
+  order: 4_600,
+  orderRequest: 2_000,
   pharmacy: 1_200,
   runtimeRule: 2_000,
   runtimeScenarioByte: 2.5,
