@@ -1,4 +1,4 @@
-import type { LoadedScenario } from "./load.js";
+import type { ScenarioFile } from "./schema.js";
 import { templateFhirpaths } from "./template.js";
 
 /** What a scenario document added at run time weighs against the workspace's limits (config/state-limits.ts). */
@@ -29,12 +29,13 @@ function* strings(value: unknown): Generator<string> {
 }
 
 /**
- * A loaded document's cost. FHIRPath is counted apart: fhirpath.js keeps a parse tree of about 140 bytes of heap
- * per character of an expression, against about 2.5 for the rest of a document (memory-estimate.ts).
+ * A document's cost, from what it says (before its rules are compiled). FHIRPath is counted apart: fhirpath.js
+ * keeps a parse tree of about 140 bytes of heap per character of an expression, against about 2.5 for the rest of
+ * a document (memory-estimate.ts).
  */
-export function scenarioCost(loaded: LoadedScenario, text: string): ScenarioCost {
+export function scenarioCost(scenario: ScenarioFile, text: string): ScenarioCost {
   let fhirpathBytes = 0;
-  for (const rule of loaded.scenario.rules ?? []) {
+  for (const rule of scenario.rules ?? []) {
     const when = rule.when?.fhirpath;
     for (const expression of when === undefined ? [] : Array.isArray(when) ? when : [when]) {
       fhirpathBytes += Buffer.byteLength(expression);
@@ -43,5 +44,5 @@ export function scenarioCost(loaded: LoadedScenario, text: string): ScenarioCost
       for (const expression of templateFhirpaths(s)) fhirpathBytes += Buffer.byteLength(expression);
     }
   }
-  return { rules: loaded.rules.length, bytes: Buffer.byteLength(text), fhirpathBytes };
+  return { rules: scenario.rules?.length ?? 0, bytes: Buffer.byteLength(text), fhirpathBytes };
 }

@@ -5,6 +5,7 @@ import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
 import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
 import type { ScenarioFolder } from "./scenario-folder.js";
+import type { ScenarioFile } from "./schema.js";
 
 /**
  * What a decision leaves behind so that it can be explained later (GET
@@ -75,32 +76,34 @@ export class Scenarios {
   /**
    * Adds a scenario document (YAML or JSON) at run time, unless it is not valid or would take the runtime
    * documents past a limit; `admit` may refuse it for what else it holds (its fixtures' pharmacies). Nothing
-   * changes when it is refused. The size is checked before the document is read.
+   * changes when it is refused. The size is checked before the document is read, the rest before its rules are
+   * compiled.
    */
-  add(text: string, admit?: (scenario: LoadedScenario) => LimitRefusal | undefined): AddResult {
+  add(text: string, admit?: (scenario: ScenarioFile) => LimitRefusal | undefined): AddResult {
     const held = this.#runtimeCost;
     const bytes = Buffer.byteLength(text);
     if (held.bytes + bytes > this.limits.runtimeScenarioBytes) {
       return this.#refuse("runtimeScenarioBytes", held.bytes, bytes, "bytes of runtime scenario documents");
     }
-    const source = `runtime-${this.#runtimeCount + 1}`;
-    const load = loadScenarioText(text, source, this.loadOptions);
+    let cost = NO_COST;
+    const load = loadScenarioText(text, `runtime-${this.#runtimeCount + 1}`, this.loadOptions, (spec) => {
+      cost = scenarioCost(spec, text);
+      if (held.rules + cost.rules > this.limits.runtimeRules) {
+        return this.#refusal("runtimeRules", held.rules, cost.rules, "runtime rules");
+      }
+      if (held.fhirpathBytes + cost.fhirpathBytes > this.limits.runtimeFhirpathBytes) {
+        return this.#refusal(
+          "runtimeFhirpathBytes",
+          held.fhirpathBytes,
+          cost.fhirpathBytes,
+          "bytes of FHIRPath in runtime rules",
+        );
+      }
+      return admit?.(spec);
+    });
+    if ("refused" in load) return { ok: false, refused: load.refused };
     if (!load.ok) return { ok: false, problems: load.problems };
     const [scenario] = load.scenarios as [LoadedScenario];
-    const cost = scenarioCost(scenario, text);
-    if (held.rules + cost.rules > this.limits.runtimeRules) {
-      return this.#refuse("runtimeRules", held.rules, cost.rules, "runtime rules");
-    }
-    if (held.fhirpathBytes + cost.fhirpathBytes > this.limits.runtimeFhirpathBytes) {
-      return this.#refuse(
-        "runtimeFhirpathBytes",
-        held.fhirpathBytes,
-        cost.fhirpathBytes,
-        "bytes of FHIRPath in runtime rules",
-      );
-    }
-    const refused = admit?.(scenario);
-    if (refused) return { ok: false, refused };
     this.#runtimeCount++;
     this.#runtime.push(scenario);
     this.#runtimeCost = addCosts(held, cost);
@@ -108,9 +111,12 @@ export class Scenarios {
     return { ok: true, scenario };
   }
 
+  #refusal(limit: RuntimeLimit, held: number, adding: number, unit: string): LimitRefusal {
+    return overLimit(limit, { held, adding, max: this.limits[limit], unit }, FREE_RUNTIME);
+  }
+
   #refuse(limit: RuntimeLimit, held: number, adding: number, unit: string): AddResult {
-    const max = this.limits[limit];
-    return { ok: false, refused: overLimit(limit, { held, adding, max, unit }, FREE_RUNTIME) };
+    return { ok: false, refused: this.#refusal(limit, held, adding, unit) };
   }
 
   /** Removes every rule added at run time. */

@@ -253,7 +253,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     addScenario(text) {
       // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
       const added = scenarios.add(text, (scenario) =>
-        pharmacies.noRoomFor((scenario.scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
+        pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
       );
       if (added.ok) fixtures([added.scenario]);
       return added;
