@@ -107,7 +107,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   maxRecordsPerPatient: 50,
   // A team's test runs: hundreds of rules (the shipped ones average 90 bytes of FHIRPath, 900 of text), four
   // documents of --max-body, a day's orders, the pharmacies its tests subscribe. Heap at these (memory-estimate.ts):
-  // runtime scenarios at most about 30 MiB, 1,000 orders 6.5 MiB (to one pharmacy each; 200 MiB to 100 each), 100
+  // runtime scenarios at most about 30 MiB, 1,000 orders 6.3 MiB (to one pharmacy each; 200 MiB to 100 each), 100
   // pharmacies 0.1 MiB.
   maxRuntimeRules: 500,
   maxRuntimeScenarioBytes: 4 * 1024 * 1024,

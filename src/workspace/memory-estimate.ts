@@ -27,15 +27,17 @@ export interface MemoryFigures {
  * Runtime rules, orders and pharmacies: heap after GC (node --expose-gc)
  * before and after adding N to one workspace, by test/bench/state-cost.mjs
  * (Node 24, docs/benchmarks.md#workspace-state):
- * - a rule matching on a header, answering an outcome: 2.4 KiB (2,000 rules);
- * - a document's other bytes: 2.4 heap bytes a byte for a large body of long
- *   strings, 7 for a body of many small objects; 2.5 is counted;
+ * - a rule matching on a header, answering an outcome: 2.4 KiB (2,000 of
+ *   them, 238 bytes of YAML each): 2,000 a rule and 2.5 a byte of YAML are
+ *   counted;
+ * - a document's bytes: 2.5 heap bytes a byte for a body of long strings, 7
+ *   for a body of many small objects (the estimate reads low there);
  * - FHIRPath: about 140 heap bytes a character of an expression (fhirpath.js
  *   keeps its parse tree), whatever its length (70 to 8,000 characters);
- * - an order: 4.6 KiB, and 2 KiB for each pharmacy it went to (a Task, a
- *   delivery): 6.5 KiB to one, 25 KiB to ten. Its patient is the store's
- *   (counted as a patient); the generated profiles behind patients are a
- *   cache of 256 shared by every workspace, not counted here;
+ * - an order: 6.3 KiB to one pharmacy, 9.6 KiB to three, 25 KiB to ten:
+ *   4,600 an order and 2,000 a pharmacy it went to (a Task, a delivery) are
+ *   counted. Its patient is the store's (counted as a patient); the generated
+ *   profiles behind patients are a cache of 256 shared by every workspace;
  * - a subscribed pharmacy (its Subscription kept): 1.2 KiB.
  */
 const BODY_SHARE = 0.25;
