@@ -102,7 +102,7 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
       })
     : undefined;
   // A test suite's sandbox is the default workspace.
-  const { journal, events, scenarios } = internals.workspace;
+  const { journal, events } = internals.workspace;
   const names = operationNames(internals.catalogue, { pushes: true });
   // Aborted by close(): a pending waitFor resolves then instead of holding its timer (and the process) open.
   const closing = new AbortController();
@@ -124,9 +124,9 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
     },
     reset: internals.reset,
     addRules(scenario) {
-      const added = scenarios.add(typeof scenario === "string" ? scenario : JSON.stringify(scenario));
+      const added = internals.workspace.addScenario(typeof scenario === "string" ? scenario : JSON.stringify(scenario));
+      if (added.refused) throw new Error(`rules not added: ${added.refused.diagnostics}`);
       if (!added.ok) throw new Error(`invalid rules:\n${added.problems.map(formatProblem).join("\n")}`);
-      internals.applyFixtures([added.scenario]);
       return added.scenario.rules.map((r) => r.id);
     },
     close() {

@@ -500,14 +500,20 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const workspace = c.get("workspace");
     const read = await readBody(c.req.raw, deps.maxBody);
     if (!read.ok) return unreadBody(read);
-    const added = workspace.scenarios.add(read.text);
+    const added = workspace.addScenario(read.text);
+    if (added.refused) {
+      // 409: the document may be fine; the workspace has no room for it (CONTRACT §15).
+      return new Response(JSON.stringify(operationOutcome([issue("too-costly", added.refused.diagnostics)])), {
+        status: 409,
+        headers: { "content-type": FHIR_JSON },
+      });
+    }
     if (!added.ok) {
       return new Response(JSON.stringify(operationOutcome(added.problems.map(problemIssue))), {
         status: 400,
         headers: { "content-type": FHIR_JSON },
       });
     }
-    workspace.applyFixtures([added.scenario]);
     return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 

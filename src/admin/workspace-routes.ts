@@ -20,6 +20,8 @@ function workspaceView(workspace: Workspace, workspaces: Workspaces, now: Date) 
     dropAt: named ? null : new Date(workspace.lastUsedAt.getTime() + workspaces.settings.ttlMs).toISOString(),
     ...workspace.counts(),
     memoryEstimateBytes: workspace.memoryEstimate(),
+    // What it holds against each per-workspace limit (CONTRACT §15), with the flag that sets it.
+    limits: workspace.limits(),
   };
 }
 
@@ -42,6 +44,7 @@ export function workspaceHealth(workspace: Workspace, workspaces: Workspaces) {
       createdAt: workspace.createdAt.toISOString(),
       lastUsedAt: workspace.lastUsedAt.toISOString(),
       memoryEstimateBytes: workspace.memoryEstimate(),
+      limits: workspace.limits(),
     },
     workspaces: {
       count: all.length,

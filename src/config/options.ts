@@ -25,6 +25,16 @@ export interface SandboxOptions {
   maxPatients: number;
   /** Records kept per patient; the oldest goes first. */
   maxRecordsPerPatient: number;
+  /** Rules each workspace may add at run time (POST /__admin/scenarios), in all (CONTRACT §15). */
+  maxRuntimeRules: number;
+  /** UTF-8 bytes of the scenario documents each workspace may add at run time, in all. */
+  maxRuntimeScenarioBytes: number;
+  /** UTF-8 bytes of FHIRPath in the rules each workspace adds at run time, in all (the costliest part of a rule). */
+  maxRuntimeFhirpathBytes: number;
+  /** Orders each workspace holds; a new one past it replaces the oldest finished one, or is refused. */
+  maxOrders: number;
+  /** Pharmacies each workspace holds (subscribed, or fixtures of runtime scenarios; the files' fixtures count too). */
+  maxPharmacies: number;
   /** Workspaces held at once, the default one included (CONTRACT §13). */
   maxWorkspaces: number;
   /** A workspace without a request for this long is dropped with its state, unless it is named. */
@@ -95,6 +105,15 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   journalMaxBytes: 96 * 1024 * 1024,
   maxPatients: 1_000,
   maxRecordsPerPatient: 50,
+  // A team's test runs: hundreds of rules (the shipped ones average 90 bytes of FHIRPath, 900 of text), four
+  // documents of --max-body, a day's orders, the pharmacies its tests subscribe. Heap at these (memory-estimate.ts):
+  // runtime scenarios at most about 30 MiB, 1,000 orders 6.3 MiB (to one pharmacy each; 200 MiB to 100 each), 100
+  // pharmacies 0.1 MiB.
+  maxRuntimeRules: 500,
+  maxRuntimeScenarioBytes: 4 * 1024 * 1024,
+  maxRuntimeFhirpathBytes: 128 * 1024,
+  maxOrders: 1_000,
+  maxPharmacies: 100,
   maxWorkspaces: 1_000,
   workspaceTtlMs: 24 * 60 * 60_000,
   workspaces: "open",

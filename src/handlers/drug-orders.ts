@@ -130,6 +130,10 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
         issue("business-rule", `The sandbox will not push to ${endpoint}: ${internal}.`, `${path}.channel.endpoint`),
       );
     }
+    // Processed and refused (CONTRACT §5), as the exchange refuses what its rules do not allow: a new licence past
+    // --max-pharmacies. Re-subscribing a licence already held (an update, or status off) is always accepted.
+    const full = deps.pharmacies.noRoomFor([licence]);
+    if (full) return refuse(issue("business-rule", `Pharmacy ${licence} cannot subscribe. ${full.diagnostics}`, path));
     const existing = deps.pharmacies.get(licence);
     const version = Number(existing?.subscription?.meta?.versionId ?? "0") + 1;
     const stored: Subscription = {

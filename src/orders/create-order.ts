@@ -49,6 +49,9 @@ export function createOrder(ctx: OrderContext, spec: OrderSpec = {}): WorkflowRe
       ),
     );
   }
+  // Before anything changes (the numbering, the patient): a refused order leaves no trace.
+  const full = book.noRoom();
+  if (full) return fail(issue("too-costly", full.diagnostics));
   const n = book.nextNumber();
   const id = String(n);
   const faker = englishFaker();

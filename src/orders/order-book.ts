@@ -1,10 +1,11 @@
 import type { Task } from "fhir/r4.js";
+import { type LimitRefusal, overLimit } from "../config/state-limits.js";
 import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { SandboxLogger } from "../log/logger.js";
 import type { PushDispatcher } from "../push/dispatcher.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
-import type { Order, PharmacyRequest } from "./order.js";
+import type { Order, OrderState, PharmacyRequest } from "./order.js";
 import type { PharmacyRegistry } from "./pharmacy-registry.js";
 
 export type AllocationPolicy = "first-confirmed" | "best-at-deadline" | "manual";
@@ -43,24 +44,35 @@ export interface WorkflowDeps {
    * prefix and the base path. Pushes name their source and fullUrls under it, so answers lead back here.
    */
   sandboxUrl(): string;
+  /** Most orders held (--max-orders); default no limit. */
+  maxOrders?: number;
 }
 
 export type WorkflowResult<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };
 
 export const fail = <T>(...issues: Issue[]): WorkflowResult<T> => ({ ok: false, issues });
 
+/** Orders that can no longer change: the first to go when the book is full. */
+const FINISHED: ReadonlySet<OrderState> = new Set(["dispensed", "expired", "cancelled"]);
+
 /**
  * The orders of one sandbox and what finds them: by id, by a pharmacy's
  * fulfillment Task, by MedicationRequest; their confirmation-deadline timers
  * and their numbering. The steps of the flow (create-order, confirm,
- * allocate, deadline, dispense, cancel) share it.
+ * allocate, deadline, dispense, cancel) share it. It holds at most `max`
+ * orders: a new one past it takes the place of the oldest finished one, or is
+ * refused while every order held is still open or allocated.
  */
 export class OrderBook {
+  /** In the order they were made: the first finished one found is the oldest. */
   readonly #orders = new Map<string, Order>();
   readonly #byTask = new Map<string, { order: Order; request: PharmacyRequest }>();
   readonly #byRequest = new Map<string, Order>();
   readonly #timers = new Map<string, ReturnType<typeof setTimeout>>();
   #sequence = 0;
+  #evicted = 0;
+
+  constructor(readonly max: number = Number.POSITIVE_INFINITY) {}
 
   get(id: string): Order | undefined {
     return this.#orders.get(id);
@@ -79,8 +91,56 @@ export class OrderBook {
     return ++this.#sequence;
   }
 
-  /** Keeps a new order, findable by its fulfillment Tasks and its requests. */
+  /** Orders not finished: open or allocated. */
+  get live(): number {
+    let n = 0;
+    for (const order of this.#orders.values()) if (!FINISHED.has(order.state)) n++;
+    return n;
+  }
+
+  /** Finished orders forgotten to make room since the start (or the last clear). */
+  get evicted(): number {
+    return this.#evicted;
+  }
+
+  /** Fulfillment requests held: one per pharmacy an order went to (what an order's memory grows with). */
+  get requests(): number {
+    return this.#byTask.size;
+  }
+
+  /** Why a new order cannot be kept now, if it cannot: the book is full of orders still open or allocated. */
+  noRoom(): LimitRefusal | undefined {
+    if (this.#orders.size < this.max || this.#oldestFinished() !== undefined) return undefined;
+    return overLimit(
+      "orders",
+      { held: this.#orders.size, adding: 1, max: this.max, unit: "orders, none of them finished," },
+      "Finished orders (dispensed, expired, cancelled) make room by themselves: cancel open or allocated ones (POST /__admin/orders/{id}/cancel), let their confirmation deadline pass, or reset the workspace (POST /__admin/reset).",
+    );
+  }
+
+  #oldestFinished(): Order | undefined {
+    for (const order of this.#orders.values()) if (FINISHED.has(order.state)) return order;
+    return undefined;
+  }
+
+  /** Forgets an order: a late message naming its Task is then answered as for a Task the sandbox never sent. */
+  #forget(order: Order): void {
+    this.clearTimer(order.id);
+    this.#orders.delete(order.id);
+    for (const r of order.requests) this.#byRequest.delete(r.id as string);
+    for (const request of order.pharmacies) this.#byTask.delete(request.task.id as string);
+    this.#evicted++;
+  }
+
+  /**
+   * Keeps a new order, findable by its fulfillment Tasks and its requests; when full, the oldest finished order
+   * goes first (noRoom said there is one).
+   */
   add(order: Order): void {
+    if (this.#orders.size >= this.max) {
+      const oldest = this.#oldestFinished();
+      if (oldest) this.#forget(oldest);
+    }
     this.#orders.set(order.id, order);
     for (const r of order.requests) this.#byRequest.set(r.id as string, order);
     for (const request of order.pharmacies) this.#byTask.set(request.task.id as string, { order, request });
@@ -115,6 +175,7 @@ export class OrderBook {
     this.#byTask.clear();
     this.#byRequest.clear();
     this.#sequence = 0;
+    this.#evicted = 0;
   }
 }
 

@@ -19,7 +19,7 @@ export class OrderWorkflow {
   readonly #ctx: OrderContext;
 
   constructor(deps: WorkflowDeps) {
-    this.#ctx = { deps, book: new OrderBook() };
+    this.#ctx = { deps, book: new OrderBook(deps.maxOrders) };
   }
 
   get(id: string): Order | undefined {
@@ -32,6 +32,12 @@ export class OrderWorkflow {
 
   get count(): number {
     return this.#ctx.book.size;
+  }
+
+  /** Orders held and their limit, for health and the memory estimate. */
+  get held(): { orders: number; live: number; requests: number; evicted: number; max: number } {
+    const { book } = this.#ctx;
+    return { orders: book.size, live: book.live, requests: book.requests, evicted: book.evicted, max: book.max };
   }
 
   /** Forgets every order and stops its timers (POST /__admin/reset). */

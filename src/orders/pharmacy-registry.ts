@@ -1,4 +1,5 @@
 import type { Subscription } from "fhir/r4.js";
+import { type LimitRefusal, overLimit } from "../config/state-limits.js";
 
 /** A pharmacy the sandbox can push order fulfillment requests to. */
 export interface Pharmacy {
@@ -15,9 +16,26 @@ export interface Pharmacy {
   subscription?: Subscription;
 }
 
-/** The pharmacies the sandbox knows, by licence. */
+/**
+ * The pharmacies the sandbox knows, by licence; at most `max` of them. The
+ * limit is checked by whoever adds one on a caller's behalf (a subscription,
+ * a runtime scenario's fixtures), never for the scenario files' fixtures.
+ */
 export class PharmacyRegistry {
   readonly #pharmacies = new Map<string, Pharmacy>();
+
+  constructor(readonly max: number = Number.POSITIVE_INFINITY) {}
+
+  /** Why the pharmacies of these licences cannot all be kept, if they cannot (those already held take no room). */
+  noRoomFor(licences: Iterable<string>): LimitRefusal | undefined {
+    const adding = new Set([...licences].filter((l) => !this.#pharmacies.has(l))).size;
+    if (adding === 0 || this.#pharmacies.size + adding <= this.max) return undefined;
+    return overLimit(
+      "pharmacies",
+      { held: this.#pharmacies.size, adding, max: this.max, unit: "pharmacies" },
+      "A subscription of a licence already held (an update, or status off) takes no room; a reset of the workspace (POST /__admin/reset) forgets every subscribed pharmacy.",
+    );
+  }
 
   put(pharmacy: Pharmacy): void {
     this.#pharmacies.set(pharmacy.licence, structuredClone(pharmacy));

@@ -218,12 +218,30 @@ export function loadScenarioFolder(dir: string, options: LoadOptions = {}): Scen
  * Its names must be unique within it; a document added at run time may
  * reuse a folder file's names on purpose (its rules come first, its fixtures win).
  */
-export function loadScenarioText(text: string, source: string, options: LoadOptions = {}): ScenarioLoad {
+export function loadScenarioText(text: string, source: string, options?: LoadOptions): ScenarioLoad;
+/**
+ * …and `admit` may refuse it once read, before its rules are compiled (FHIRPath compiles slowly: seconds for a
+ * document of --max-body): what it returns comes back as `refused`.
+ */
+export function loadScenarioText<R>(
+  text: string,
+  source: string,
+  options: LoadOptions,
+  admit: (scenario: ScenarioFile) => R | undefined,
+): ScenarioLoad | { ok: false; problems: []; scenarios: []; refused: R };
+export function loadScenarioText<R>(
+  text: string,
+  source: string,
+  options: LoadOptions = {},
+  admit?: (scenario: ScenarioFile) => R | undefined,
+): ScenarioLoad | { ok: false; problems: []; scenarios: []; refused: R } {
   const { names = defaultOperationNames(), maxBytes = DEFAULT_MAX_SCENARIO_FILE } = options;
   const size = Buffer.byteLength(text);
   if (size > maxBytes) return { ok: false, problems: [tooLarge(source, size, limitOf(maxBytes))], scenarios: [] };
   const read = decodeYaml(text, source, scenarioFileSchema);
   if (!read.ok) return { ok: false, problems: read.problems, scenarios: [] };
+  const refused = admit?.(read.value);
+  if (refused !== undefined) return { ok: false, problems: [], scenarios: [], refused };
   const checked = checkScenario(read.value, source, read.locate, names);
   const problems = [...checked.problems, ...duplicates(checked.claims)];
   if (problems.length > 0 || !checked.loaded) return { ok: false, problems, scenarios: [] };

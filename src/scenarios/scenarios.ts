@@ -1,8 +1,11 @@
+import { type LimitRefusal, overLimit, type StateLimits, UNLIMITED } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
 import type { ScenarioFolder } from "./scenario-folder.js";
+import type { ScenarioFile } from "./schema.js";
 
 /**
  * What a decision leaves behind so that it can be explained later (GET
@@ -28,6 +31,17 @@ export interface Scripted {
   hit: number;
 }
 
+/** What adding a scenario document at run time came to: added, not valid (400), or past a limit (409). */
+export type AddResult =
+  | { ok: true; scenario: LoadedScenario; problems?: undefined; refused?: undefined }
+  | { ok: false; problems: YamlProblem[]; refused?: undefined }
+  | { ok: false; refused: LimitRefusal; problems?: undefined };
+
+type RuntimeLimit = "runtimeRules" | "runtimeScenarioBytes" | "runtimeFhirpathBytes";
+
+/** How to make room for runtime scenarios, said in every refusal. */
+const FREE_RUNTIME = "Remove the rules added at run time with DELETE /__admin/scenarios (a reset keeps them).";
+
 interface Counter {
   matched: number;
   answered: number;
@@ -42,6 +56,8 @@ interface Counter {
  */
 export class Scenarios {
   #runtime: LoadedScenario[] = [];
+  /** What the runtime documents weigh, in all (their rules, bytes, FHIRPath bytes). */
+  #runtimeCost: ScenarioCost = NO_COST;
   #rules = new RuleSet([]);
   /** The folder version #rules was built from; -1: build it again. */
   #builtFor = -1;
@@ -53,25 +69,68 @@ export class Scenarios {
     readonly folder?: ScenarioFolder,
     /** How documents added at run time are loaded; default the folder's. */
     private readonly loadOptions: LoadOptions = folder?.loadOptions ?? {},
+    /** The most runtime documents may hold in all (rules, bytes, FHIRPath bytes); the rest is not read here. */
+    readonly limits: Pick<StateLimits, RuntimeLimit> = UNLIMITED,
   ) {}
 
-  /** Adds a scenario document (YAML or JSON) at run time. */
-  add(text: string): { ok: true; scenario: LoadedScenario } | { ok: false; problems: YamlProblem[] } {
-    const source = `runtime-${++this.#runtimeCount}`;
-    const load = loadScenarioText(text, source, this.loadOptions);
-    if (!load.ok) return load;
+  /**
+   * Adds a scenario document (YAML or JSON) at run time, unless it is not valid or would take the runtime
+   * documents past a limit; `admit` may refuse it for what else it holds (its fixtures' pharmacies). Nothing
+   * changes when it is refused. The size is checked before the document is read, the rest before its rules are
+   * compiled.
+   */
+  add(text: string, admit?: (scenario: ScenarioFile) => LimitRefusal | undefined): AddResult {
+    const held = this.#runtimeCost;
+    const bytes = Buffer.byteLength(text);
+    if (held.bytes + bytes > this.limits.runtimeScenarioBytes) {
+      return this.#refuse("runtimeScenarioBytes", held.bytes, bytes, "bytes of runtime scenario documents");
+    }
+    let cost = NO_COST;
+    const load = loadScenarioText(text, `runtime-${this.#runtimeCount + 1}`, this.loadOptions, (spec) => {
+      cost = scenarioCost(spec, text);
+      if (held.rules + cost.rules > this.limits.runtimeRules) {
+        return this.#refusal("runtimeRules", held.rules, cost.rules, "runtime rules");
+      }
+      if (held.fhirpathBytes + cost.fhirpathBytes > this.limits.runtimeFhirpathBytes) {
+        return this.#refusal(
+          "runtimeFhirpathBytes",
+          held.fhirpathBytes,
+          cost.fhirpathBytes,
+          "bytes of FHIRPath in runtime rules",
+        );
+      }
+      return admit?.(spec);
+    });
+    if ("refused" in load) return { ok: false, refused: load.refused };
+    if (!load.ok) return { ok: false, problems: load.problems };
     const [scenario] = load.scenarios as [LoadedScenario];
+    this.#runtimeCount++;
     this.#runtime.push(scenario);
+    this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
     return { ok: true, scenario };
   }
 
+  #refusal(limit: RuntimeLimit, held: number, adding: number, unit: string): LimitRefusal {
+    return overLimit(limit, { held, adding, max: this.limits[limit], unit }, FREE_RUNTIME);
+  }
+
+  #refuse(limit: RuntimeLimit, held: number, adding: number, unit: string): AddResult {
+    return { ok: false, refused: this.#refusal(limit, held, adding, unit) };
+  }
+
   /** Removes every rule added at run time. */
   clearRuntime(): number {
-    const n = this.#runtime.reduce((sum, s) => sum + s.rules.length, 0);
+    const n = this.#runtimeCost.rules;
     this.#runtime = [];
+    this.#runtimeCost = NO_COST;
     this.#builtFor = -1;
     return n;
+  }
+
+  /** What the documents added at run time weigh, in all. */
+  get runtimeCost(): ScenarioCost {
+    return this.#runtimeCost;
   }
 
   /** The rules in force: without runtime rules, the folder's own (shared) set. */
@@ -99,7 +158,7 @@ export class Scenarios {
 
   /** How many rules were added at run time (they cost this workspace memory). */
   get runtimeRules(): number {
-    return this.#runtime.reduce((sum, s) => sum + s.rules.length, 0);
+    return this.#runtimeCost.rules;
   }
 
   resetCounters(): void {

@@ -179,27 +179,66 @@ export interface TemplateProblem {
   message: string;
 }
 
-/** Compiles every template in a YAML value once; `render` builds a fresh copy per answer. */
-export function compileTemplate(value: unknown): { render: Render; problems: TemplateProblem[] } {
+/** The FHIRPath expressions of a string's `{{ fhirpath('…') }}` templates: what compiling it keeps of FHIRPath. */
+export function templateFhirpaths(text: string): string[] {
+  if (!text.includes("{{")) return [];
+  const found: string[] = [];
+  for (const match of text.matchAll(TEMPLATE)) {
+    const call = CALL.exec(match[1] ?? "");
+    const arg = call?.[2] ?? call?.[3];
+    if (call?.[1] === "fhirpath" && arg !== undefined) found.push(arg);
+  }
+  return found;
+}
+
+/** A compiled value: `render` for one holding a template; none for a constant, which is copied as it is. */
+interface Compiled {
+  render: Render | undefined;
+  problems: TemplateProblem[];
+}
+
+const NO_PROBLEMS: TemplateProblem[] = [];
+
+/** A fresh copy of a constant: an answer may be changed after rendering, the rule's value never. */
+const copy = (value: unknown): unknown =>
+  value !== null && typeof value === "object" ? structuredClone(value) : value;
+
+function compileValue(value: unknown): Compiled {
   if (typeof value === "string") {
+    if (!value.includes("{{")) return { render: undefined, problems: NO_PROBLEMS };
     const compiled = compileString(value);
     return { render: compiled.render, problems: compiled.problems.map((message) => ({ path: [], message })) };
   }
-  const under = (key: string | number, problems: TemplateProblem[]) =>
-    problems.map((p) => ({ path: [key, ...p.path], message: p.message }));
+  if (value === null || typeof value !== "object") return { render: undefined, problems: NO_PROBLEMS };
+  const problems: TemplateProblem[] = [];
+  const under = (key: string | number, found: TemplateProblem[]) => {
+    for (const p of found) problems.push({ path: [key, ...p.path], message: p.message });
+  };
+  // Only the parts that hold a template keep a closure; the rest stay the rule's plain values. A closure (and its
+  // problem list) for every node cost about 70 bytes of heap per byte of a body of many small objects (issue 21).
   if (Array.isArray(value)) {
-    const items = value.map(compileTemplate);
-    return {
-      render: (ctx) => items.map((i) => i.render(ctx)),
-      problems: items.flatMap((i, index) => under(index, i.problems)),
-    };
+    const items = value.map((item, index) => {
+      const compiled = compileValue(item);
+      under(index, compiled.problems);
+      return compiled.render;
+    });
+    if (items.every((render) => render === undefined)) return { render: undefined, problems };
+    return { render: (ctx) => items.map((render, i) => (render ? render(ctx) : copy(value[i]))), problems };
   }
-  if (value !== null && typeof value === "object") {
-    const entries = Object.entries(value).map(([k, v]) => [k, compileTemplate(v)] as const);
-    return {
-      render: (ctx) => Object.fromEntries(entries.map(([k, t]) => [k, t.render(ctx)])),
-      problems: entries.flatMap(([k, t]) => under(k, t.problems)),
-    };
-  }
-  return { render: () => value, problems: [] };
+  const entries = Object.entries(value).map(([key, item]) => {
+    const compiled = compileValue(item);
+    under(key, compiled.problems);
+    return [key, item, compiled.render] as const;
+  });
+  if (entries.every(([, , render]) => render === undefined)) return { render: undefined, problems };
+  return {
+    render: (ctx) => Object.fromEntries(entries.map(([key, item, render]) => [key, render ? render(ctx) : copy(item)])),
+    problems,
+  };
+}
+
+/** Compiles every template in a YAML value once; `render` builds a fresh copy per answer. */
+export function compileTemplate(value: unknown): { render: Render; problems: TemplateProblem[] } {
+  const compiled = compileValue(value);
+  return { render: compiled.render ?? (() => copy(value)), problems: compiled.problems };
 }

@@ -1,5 +1,6 @@
 import type { SandboxDeps } from "../app.js";
 import type { SandboxOptions } from "../config/options.js";
+import { LIMIT_FLAGS, type StateLimit, type StateLimits } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import { SandboxEvents } from "../events.js";
 import { builtInHandlers } from "../handlers/built-in.js";
@@ -19,7 +20,7 @@ import type { Catalogue } from "../routing/catalogue.js";
 import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
-import { Scenarios } from "../scenarios/scenarios.js";
+import { type AddResult, Scenarios } from "../scenarios/scenarios.js";
 import type { ProfileCache } from "../store/profile-cache.js";
 import type { RecordInterner } from "../store/record-interner.js";
 import { SandboxStore } from "../store/sandbox-store.js";
@@ -58,8 +59,27 @@ export interface WorkspaceShared {
 
 /** What a workspace holds, counted: for health, the workspaces list and its memory estimate. */
 export interface WorkspaceCounts extends MemoryFigures {
-  pharmacies: number;
+  /** Orders still open or allocated. */
+  liveOrders: number;
+  /** Finished orders forgotten to make room (--max-orders) since the start or the last reset. */
+  evictedOrders: number;
 }
+
+/** One limit of a workspace as health and the workspaces list show it: what it holds, its most, the flag. */
+export interface LimitView {
+  held: number;
+  max: number | null;
+  flag: string;
+}
+
+/** The limits of the workspace options set, from the options (CONTRACT §15). */
+export const stateLimitsOf = (options: SandboxOptions): StateLimits => ({
+  runtimeRules: options.maxRuntimeRules,
+  runtimeScenarioBytes: options.maxRuntimeScenarioBytes,
+  runtimeFhirpathBytes: options.maxRuntimeFhirpathBytes,
+  orders: options.maxOrders,
+  pharmacies: options.maxPharmacies,
+});
 
 /**
  * One isolated sandbox state (CONTRACT §13): patients and records, tasks,
@@ -86,11 +106,18 @@ export interface Workspace {
   readonly processMessage: MessagePipeline;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
+  /**
+   * Adds a scenario document at run time (POST /__admin/scenarios) and applies its fixtures, unless it is not
+   * valid or would take the workspace past a limit (its rules, bytes, FHIRPath, its fixtures' pharmacies).
+   */
+  addScenario(text: string): AddResult;
   /** The shared scenario files were loaded again (or refused): the patients their rules name stay pinned; its observers hear of it. */
   filesReloaded(result: { ok: boolean; problems: YamlProblem[] }): void;
   /** State back to fixtures, journal, duplicate memory and rule counters cleared (POST /__admin/reset). */
   reset(): void;
   counts(): WorkspaceCounts;
+  /** Each limit with what is held against it (--max-runtime-rules, --max-orders, …). */
+  limits(): Record<StateLimit, LimitView>;
   /** An estimate of the heap its state takes, from its counts (docs/benchmarks.md measures the figures). */
   memoryEstimate(): number;
   /** Stops its timers (order deadlines, scheduled pushes); it takes no more requests. */
@@ -140,8 +167,9 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );
-  const pharmacies = new PharmacyRegistry();
-  const scenarios = new Scenarios(shared.folder);
+  const limits = stateLimitsOf(options);
+  const pharmacies = new PharmacyRegistry(limits.pharmacies);
+  const scenarios = new Scenarios(shared.folder, undefined, limits);
   const orders = new OrderWorkflow({
     seed,
     emiratesIdSystem: options.emiratesIdSystem,
@@ -155,6 +183,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     events,
     logger,
     sandboxUrl: () => `${shared.publicUrl()}${prefix}${options.basePath}`,
+    maxOrders: limits.orders,
   });
   const pushes = new ScheduledPushes(orders, logger);
   const handlers: HandlerTable = {
@@ -184,16 +213,29 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
 
   const counts = (): WorkspaceCounts => {
     const held = store.counts();
+    const runtime = scenarios.runtimeCost;
+    const book = orders.held;
     return {
       calls: journal.size,
       journalBytes: journal.bytes,
       patients: held.patients,
       records: held.records,
-      orders: orders.count,
-      runtimeRules: scenarios.runtimeRules,
+      orders: book.orders,
+      liveOrders: book.live,
+      evictedOrders: book.evicted,
+      orderRequests: book.requests,
+      runtimeRules: runtime.rules,
+      runtimeScenarioBytes: runtime.bytes,
+      runtimeFhirpathBytes: runtime.fhirpathBytes,
       pharmacies: pharmacies.size,
     };
   };
+  const view = (held: number, max: number, limit: StateLimit): LimitView => ({
+    held,
+    // JSON has no infinity: an unlimited one (an embedding sandbox's default) shows as null.
+    max: Number.isFinite(max) ? max : null,
+    flag: LIMIT_FLAGS[limit],
+  });
 
   return {
     id,
@@ -209,6 +251,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     orders,
     processMessage,
     applyFixtures: fixtures,
+    addScenario(text) {
+      // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
+      const added = scenarios.add(text, (scenario) =>
+        pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
+      );
+      if (added.ok) fixtures([added.scenario]);
+      return added;
+    },
     filesReloaded(result) {
       if (result.ok) pinRulePatients();
       events.emit("scenarios:loaded", result);
@@ -226,6 +276,16 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       pushes.start(scenarios.scenarios);
     },
     counts,
+    limits() {
+      const c = counts();
+      return {
+        runtimeRules: view(c.runtimeRules, limits.runtimeRules, "runtimeRules"),
+        runtimeScenarioBytes: view(c.runtimeScenarioBytes, limits.runtimeScenarioBytes, "runtimeScenarioBytes"),
+        runtimeFhirpathBytes: view(c.runtimeFhirpathBytes, limits.runtimeFhirpathBytes, "runtimeFhirpathBytes"),
+        orders: view(c.orders, limits.orders, "orders"),
+        pharmacies: view(c.pharmacies, limits.pharmacies, "pharmacies"),
+      };
+    },
     memoryEstimate: () => workspaceBytes(counts()),
     close() {
       pushes.stop();
