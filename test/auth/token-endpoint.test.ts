@@ -337,8 +337,9 @@ describe("the token form's budget (issue 21: linear in its length, at most 32 pa
     expectNoStore(reply);
     // Generous for a loaded machine: the fix takes milliseconds, the quadratic check took minutes.
     expect(ms).toBeLessThan(2_000);
-    // The journal keeps the first 32 parameters, redacted, and says how many more came.
-    const { calls } = (await (await app.request("/__admin/calls")).json()) as {
+    // Refused before any client is known, so kept in the refused log (no journal's): the first 32 parameters,
+    // redacted, and how many more came.
+    const { calls } = (await (await app.request("/__admin/refused")).json()) as {
       calls: Array<{ request: { path: string; body: string } }>;
     };
     const kept = calls.find((c) => c.request.path === "/oauth2/token")?.request.body ?? "";
