@@ -4,8 +4,8 @@ import { z } from "zod";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
-import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
+import { issue } from "../fhir/outcome.js";
+import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
@@ -26,6 +26,7 @@ import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import type { PatientSummary } from "../store/sandbox-store.js";
+import { jsonText } from "../text/json-text.js";
 import { uiRoutes } from "../ui/ui-routes.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 import { type AdminScope, adminAuth } from "./auth.js";
@@ -71,10 +72,7 @@ function problem(
   diagnostics: string,
   code: "invalid" | "not-found" | "too-long" | "timeout" = "invalid",
 ): Response {
-  return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
-    status,
-    headers: { "content-type": FHIR_JSON },
-  });
+  return outcomeOnly(status, [issue(code, diagnostics)]);
 }
 
 /** The answer to a body that was too large, or did not arrive in full. */
@@ -118,7 +116,7 @@ const CHUNK = 64 * 1024;
 /** How a listing writes a call: whole (callJson), or its summary (view=summary). */
 type CallText = (call: CallRecord) => string;
 
-const summaryJson: CallText = (call) => JSON.stringify(callSummary(call));
+const summaryJson: CallText = (call) => jsonText(callSummary(call));
 
 /**
  * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
@@ -223,7 +221,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();
     const { journal, store } = c.get("workspace");
-    return c.json({
+    return jsonResponse({
       status: "ok",
       version: deps.version,
       uptimeSeconds: Math.round((deps.now().getTime() - deps.startedAt.getTime()) / 1000),
@@ -249,8 +247,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     });
   });
 
-  admin.get("/operations", (c) =>
-    c.json({
+  admin.get("/operations", () =>
+    jsonResponse({
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
@@ -286,7 +284,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       });
     }
     // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
-    const close = `],"next":${JSON.stringify(next)}}`;
+    const close = `],"next":${jsonText(next)}}`;
     return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }, serialize), 200, {
       "content-type": "application/json",
     });
@@ -328,7 +326,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const { journal } = c.get("workspace");
     const cleared = journal.size;
     journal.clear();
-    return c.json({ cleared });
+    return jsonResponse({ cleared });
   });
 
   const expectation = async (c: Context<EdgeEnv>) => {
@@ -345,7 +343,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.expectation.verify(c.get("workspace").journal.list()));
+    return jsonResponse(e.expectation.verify(c.get("workspace").journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
@@ -355,7 +353,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const { events, journal } = c.get("workspace");
     const calls = () => journal.list();
     const result = await waitUntil(events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
-    return c.json(result);
+    return jsonResponse(result);
   });
 
   admin.get("/calls/:id", (c) => {
@@ -363,7 +361,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!call) return unknownCall(c.req.param("id"));
     // The explanation and the issues' places only here, computed when asked: listing calls stays cheap, and the
     // request path records only a trace.
-    return c.json({
+    return jsonResponse({
       ...callView(call),
       explanation: explainCall(call, deps.basePath),
       issues: issuesOfCall(call),
@@ -381,7 +379,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!options.success) return problem(400, `Bad resend options: ${describeZod(options.error)}.`);
     const answer = await deps.resend(resendRequest(call, options.data.newMessageId ? deps.newId() : undefined));
     const callId = answer.headers.get("x-sandbox-call-id");
-    return c.json({ callId, status: answer.status }, 201);
+    return jsonResponse({ callId, status: answer.status }, 201);
   });
 
   admin.get("/patients", (c) => {
@@ -394,7 +392,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const haystack = (p: PatientSummary) =>
       JSON.stringify([p.id, p.identifier.map((i) => i.value), p.name, p.birthDate]).toLowerCase();
     const found = needle ? all.filter((p) => haystack(p).includes(needle)) : all;
-    return c.json({ patients: found.slice(0, limit), total: found.length });
+    return jsonResponse({ patients: found.slice(0, limit), total: found.length });
   });
 
   admin.get("/patients/:key", (c) => {
@@ -407,25 +405,21 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
         "not-found",
       );
     }
-    return c.json(state);
+    return jsonResponse(state);
   });
 
-  admin.get("/scenarios", (c) => c.json(c.get("workspace").scenarios.view()));
+  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view()));
 
   // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
     const result = deps.folder.reload();
     if (!result.ok) {
-      return new Response(
-        JSON.stringify(
-          operationOutcome(
-            result.problems.map((p) => issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)),
-          ),
-        ),
-        { status: 400, headers: { "content-type": FHIR_JSON } },
+      return outcomeOnly(
+        400,
+        result.problems.map((p) => issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)),
       );
     }
-    return c.json(c.get("workspace").scenarios.view());
+    return jsonResponse(c.get("workspace").scenarios.view());
   });
 
   admin.post("/scenarios", async (c) => {
@@ -434,20 +428,20 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!read.ok) return unreadBody(read);
     const added = workspace.scenarios.add(read.text);
     if (!added.ok) {
-      return new Response(
-        JSON.stringify(operationOutcome(added.problems.map((p) => issue("invalid", formatProblem(p))))),
-        { status: 400, headers: { "content-type": FHIR_JSON } },
+      return outcomeOnly(
+        400,
+        added.problems.map((p) => issue("invalid", formatProblem(p))),
       );
     }
     workspace.applyFixtures([added.scenario]);
-    return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
+    return jsonResponse({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => c.json({ removed: c.get("workspace").scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => jsonResponse({ removed: c.get("workspace").scenarios.clearRuntime() }));
 
   admin.get("/pharmacies", (c) => {
     const { pharmacies, journal } = c.get("workspace");
-    return c.json({
+    return jsonResponse({
       pharmacies: pharmacies.list().map((p) => ({
         licence: p.licence,
         name: p.name ?? null,
@@ -467,7 +461,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
 
   admin.post("/reset", (c) => {
     c.get("workspace").reset();
-    return c.json({ status: "reset" });
+    return jsonResponse({ status: "reset" });
   });
 
   admin.notFound((c) =>

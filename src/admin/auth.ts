@@ -1,7 +1,7 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { sameSecret } from "../auth/same-secret.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { issue } from "../fhir/outcome.js";
+import { outcomeOnly } from "../http/fhir-response.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /** The bearer tokens the admin API accepts. */
@@ -18,10 +18,7 @@ export interface AdminTokens {
 export type AdminScope = { workspace: string } | "sandbox";
 
 const unauthorized = (diagnostics: string) =>
-  new Response(JSON.stringify(operationOutcome([issue("login", diagnostics)])), {
-    status: 401,
-    headers: { "content-type": FHIR_JSON, "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' },
-  });
+  outcomeOnly(401, [issue("login", diagnostics)], { "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' });
 
 /**
  * Bearer-token check for the admin API; `/health` stays open for container
@@ -43,17 +40,12 @@ export function adminAuth(
     const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
     if (accepted.length === 0) {
       if (scope !== "sandbox" || !tokens.anyWorkspaceToken) return next();
-      return new Response(
-        JSON.stringify(
-          operationOutcome([
-            issue(
-              "forbidden",
-              `${c.req.method} ${c.req.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
-            ),
-          ]),
+      return outcomeOnly(403, [
+        issue(
+          "forbidden",
+          `${c.req.method} ${c.req.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
         ),
-        { status: 403, headers: { "content-type": FHIR_JSON } },
-      );
+      ]);
     }
     const header = c.req.header("authorization") ?? "";
     const given = /^Bearer\s+(.+)$/i.exec(header)?.[1]?.trim();

@@ -1,10 +1,10 @@
 import type { MiddlewareHandler } from "hono";
 import { getPath } from "hono/utils/url";
 import type { Access } from "../auth/bearer.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
+import { issue } from "../fhir/outcome.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
-import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
+import { type EdgeEnv, outcomeOnly } from "./fhir-response.js";
 import { requestHeader } from "./request-headers.js";
 
 /** The header that names a workspace when the path does not (CONTRACT §13). */
@@ -111,8 +111,5 @@ function mismatch(clientId: string, workspace: string, named: { name: string; vi
 }
 
 function refuse(status: number, issues: ReturnType<typeof issue>[], headers: Record<string, string>): Response {
-  return new Response(JSON.stringify(operationOutcome(issues)), {
-    status,
-    headers: { "content-type": FHIR_JSON, ...headers },
-  });
+  return outcomeOnly(status, issues, headers);
 }

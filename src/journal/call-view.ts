@@ -1,5 +1,6 @@
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { parseJson } from "../envelope/json.js";
+import { escapeJsonText, jsonText } from "../text/json-text.js";
 import type { CallRecord } from "./call-record.js";
 
 /** A body as shown by the admin API: parsed JSON when it is JSON, else the text. */
@@ -33,9 +34,10 @@ export function callView(call: CallRecord) {
 const BODY_SLOT = '"body":null}';
 
 /**
- * `JSON.stringify(callView(call))`, its `id` first and then `head`'s
+ * `jsonText(callView(call))`, its `id` first and then `head`'s
  * members, without parsing and re-serializing bodies known to be JSON
- * (`jsonBodies`): their text goes into the line as it is. Parsing and
+ * (`jsonBodies`): their text goes into the line as it is, `<`, `>` and `&`
+ * escaped as everywhere (the same values: a request body's bytes are kept). Parsing and
  * serializing a call's bodies again cost a hundred microseconds per call, on
  * every journal-file write and listing.
  *
@@ -45,7 +47,7 @@ const BODY_SLOT = '"body":null}';
 export function callJson(call: CallRecord, head: Record<string, unknown> = {}): string {
   if (!call.jsonBodies) {
     const { id, ...view } = callView(call);
-    return JSON.stringify({ id, ...head, ...view });
+    return jsonText({ id, ...head, ...view });
   }
   const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   const skeleton = JSON.stringify({
@@ -60,14 +62,16 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
   // the request's and the last the response's.
   const first = skeleton.indexOf(BODY_SLOT);
   const slot = (text: string) => `"body":${text === "" ? "null" : text}}`;
-  if (!response) return skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length);
+  if (!response) {
+    return escapeJsonText(skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length));
+  }
   const last = skeleton.lastIndexOf(BODY_SLOT);
-  return (
+  return escapeJsonText(
     skeleton.slice(0, first) +
-    slot(request.body) +
-    skeleton.slice(first + BODY_SLOT.length, last) +
-    slot(response.body) +
-    skeleton.slice(last + BODY_SLOT.length)
+      slot(request.body) +
+      skeleton.slice(first + BODY_SLOT.length, last) +
+      slot(response.body) +
+      skeleton.slice(last + BODY_SLOT.length),
   );
 }
 
