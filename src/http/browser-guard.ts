@@ -1,8 +1,8 @@
 import { isIP } from "node:net";
 import type { MiddlewareHandler } from "hono";
 import { issue } from "../fhir/outcome.js";
-import type { EdgeEnv } from "./fhir-response.js";
-import { outcomeOnly } from "./fhir-response.js";
+import { type EdgeEnv, outcomeOnly } from "./fhir-response.js";
+import { requestHeader } from "./request-headers.js";
 
 // Who may drive the admin API (CONTRACT §15, docs/security.md "Browsers"): real clients (curl, test code, CI
 // scripts) and the sandbox's own dashboard. A page of another site must not, even when the admin API has no token
@@ -63,16 +63,17 @@ export function hostGuard(options: HostGuardOptions): MiddlewareHandler<EdgeEnv>
   const allowed = options.allowedHosts ? new Set(options.allowedHosts.map(hostName)) : undefined;
   if (allowed && publicHost) allowed.add(publicHost);
   return async (c, next) => {
-    const host = hostName(c.req.header("host") ?? new URL(c.req.url).host);
+    // Message paths without --allowed-hosts: nothing to read (the hot path builds no web Headers).
+    if (!allowed && !isAdmin(c.req.path)) return next();
+    const header = (name: string) => requestHeader(c, name);
+    const host = hostName(header("host") ?? new URL(c.req.url).host);
     if (allowed) {
       if (allowed.has(host) || loopback(host)) return next();
       return misdirected(
         `This sandbox serves only the hosts ${[...allowed].join(", ")} (--allowed-hosts${publicHost ? ", --public-url" : ""}); the request's Host is ${host}. Use one of those names, or add this one to --allowed-hosts (ALLOWED_HOSTS).`,
       );
     }
-    if (!isAdmin(c.req.path) || host === publicHost || rebindProof(host) || !fromBrowser((n) => c.req.header(n))) {
-      return next();
-    }
+    if (host === publicHost || rebindProof(host) || !fromBrowser(header)) return next();
     return misdirected(
       `A browser asked for the admin API or the dashboard by the name ${host}, which is neither a loopback name, an IP address nor --public-url's host: a page of another site can make its own name point at this machine (DNS rebinding), so browsers are served only under names the sandbox is told of. Start the sandbox with --allowed-hosts ${host} (ALLOWED_HOSTS) or --public-url, or open it as http://localhost or by its IP address. Clients that are not browsers (curl, test code) are served under any name.`,
     );
@@ -111,12 +112,13 @@ export function adminWriteGuard(options: AdminWriteGuardOptions): MiddlewareHand
   const publicOrigin = options.publicUrl ? new URL(options.publicUrl).origin : undefined;
   return async (c, next) => {
     if (!WRITES.has(c.req.method) || !isAdmin(c.req.path)) return next();
-    const origin = c.req.header("origin");
-    const site = c.req.header("sec-fetch-site");
+    const header = (name: string) => requestHeader(c, name);
+    const origin = header("origin");
+    const site = header("sec-fetch-site");
     const what = `${c.req.method} ${c.req.path}`;
     const granted = origin !== undefined && (anyOrigin || corsOrigins.has(origin));
     if (!granted) {
-      const own = origin === undefined || origin === publicOrigin || sameHost(origin, c.req.header("host"), c.req.url);
+      const own = origin === undefined || origin === publicOrigin || sameHost(origin, header("host"), c.req.url);
       if (site === "cross-site" || site === "same-site" || !own) {
         const from = !own ? `the page at ${origin}` : `a page of another site (Sec-Fetch-Site: ${site})`;
         return outcomeOnly(403, [
@@ -127,8 +129,8 @@ export function adminWriteGuard(options: AdminWriteGuardOptions): MiddlewareHand
         ]);
       }
     }
-    if (hasBody(c.req.raw, c.env?.incoming !== undefined)) {
-      const type = (c.req.header("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+    if (hasBody(header, c.env?.incoming !== undefined ? undefined : c.req.raw)) {
+      const type = (header("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
       const yaml = takesYaml(c.req.path);
       if (!JSON_TYPE.test(type) && !(yaml && YAML_TYPE.test(type))) {
         const wanted = yaml ? "application/yaml (or application/json)" : "application/json";
@@ -152,11 +154,11 @@ function sameHost(origin: string, host: string | undefined, url: string): boolea
 
 /**
  * Whether a request has a body. Over a socket, HTTP/1.1 framing says (RFC 9112 §6.3: no Content-Length and no
- * Transfer-Encoding is no body); in-process (app.request) the Request's own body does.
+ * Transfer-Encoding is no body); in-process (app.request, `inProcess` given) the Request's own body does.
  */
-function hasBody(request: Request, socket: boolean): boolean {
-  const length = request.headers.get("content-length");
-  if (request.headers.has("transfer-encoding")) return true;
-  if (length !== null) return Number(length) > 0;
-  return !socket && request.body !== null;
+function hasBody(header: (name: string) => string | undefined, inProcess: Request | undefined): boolean {
+  if (header("transfer-encoding") !== undefined) return true;
+  const length = header("content-length");
+  if (length !== undefined) return Number(length) > 0;
+  return inProcess !== undefined && inProcess.body !== null;
 }
