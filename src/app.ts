@@ -13,6 +13,8 @@ import { formatProblem } from "./config/yaml-file.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import type { HandlerTable } from "./handlers/handler.js";
+import { answerHeaders } from "./http/answer-headers.js";
+import { adminWriteGuard, hostGuard } from "./http/browser-guard.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
 import { cors } from "./http/cors.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
@@ -297,6 +299,9 @@ export function createApp(
   const messagePaths = new Set(catalogue.paths.map((path) => `${options.basePath}${path}`));
   const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>({ getPath: routedPath });
+  // Outermost: every answer, whoever makes it, leaves with nosniff and a CSP (CONTRACT §15).
+  app.use("*", answerHeaders());
+  app.use("*", hostGuard({ allowedHosts: options.allowedHosts, publicUrl: options.publicUrl }));
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
   if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
   // Before the workspace choice, so that the calls it refuses are recorded too (in the refused log). Admin calls
@@ -311,6 +316,11 @@ export function createApp(
     global: options.adminToken,
     ...(auth ? { workspace: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken } : {}),
   };
+  // Before the workspace is chosen: a refused write makes nothing, not even a workspace.
+  app.use(
+    "/__admin/*",
+    adminWriteGuard({ corsAdmin: options.corsAdmin ? options.cors : [], publicUrl: options.publicUrl }),
+  );
   app.use(
     "*",
     chooseWorkspace({

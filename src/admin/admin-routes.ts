@@ -6,8 +6,8 @@ import type { FailureLimit } from "../auth/failure-limit.js";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem, type YamlProblem } from "../config/yaml-file.js";
 import { parseJson } from "../envelope/json.js";
-import { issue, moreIssues, operationOutcome } from "../fhir/outcome.js";
-import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
+import { issue, moreIssues } from "../fhir/outcome.js";
+import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
@@ -29,6 +29,7 @@ import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import type { PatientSummary } from "../store/sandbox-store.js";
+import { jsonText } from "../text/json-text.js";
 import { oneLineJson } from "../text/one-line-json.js";
 import { uiRoutes } from "../ui/ui-routes.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
@@ -92,10 +93,7 @@ function problem(
   diagnostics: string,
   code: "invalid" | "not-found" | "too-long" | "timeout" = "invalid",
 ): Response {
-  return new Response(JSON.stringify(operationOutcome([issue(code, diagnostics)])), {
-    status,
-    headers: { "content-type": FHIR_JSON },
-  });
+  return outcomeOnly(status, [issue(code, diagnostics)]);
 }
 
 /** The answer to a body that was too large, or did not arrive in full. */
@@ -144,7 +142,7 @@ const CHUNK = 64 * 1024;
 type CallText = (call: CallRecord) => string;
 
 /** One line whatever the call holds (a rule name, an error with U+2028): summaries are NDJSON lines too. */
-const summaryJson: CallText = (call) => oneLineJson(JSON.stringify(callSummary(call)));
+const summaryJson: CallText = (call) => oneLineJson(jsonText(callSummary(call)));
 
 /**
  * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
@@ -280,8 +278,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       refused: wide ? deps.refused.counts() : { kept: deps.refused.list(id).length },
     };
     // Health needs no token; a workspace's figures need what its admin API needs.
-    if (mayRead(tokens, { workspace: id }, authorization)) return c.json(figures);
-    return c.json(Object.fromEntries(Object.entries(figures).filter(([key]) => OPEN_HEALTH.includes(key))));
+    if (mayRead(tokens, { workspace: id }, authorization)) return jsonResponse(figures);
+    return jsonResponse(Object.fromEntries(Object.entries(figures).filter(([key]) => OPEN_HEALTH.includes(key))));
   });
 
   // Calls that belong to no workspace (CONTRACT §15): the whole log for the sandbox's admin, else what named this one.
@@ -289,11 +287,11 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const { id } = c.get("workspace");
     const wide = scopeOf(c) === "sandbox";
     const only = wide ? c.req.query("workspace") : id;
-    return c.json({ ...deps.refused.counts(), calls: deps.refused.list(only) });
+    return jsonResponse({ ...deps.refused.counts(), calls: deps.refused.list(only) });
   });
 
-  admin.get("/operations", (c) =>
-    c.json({
+  admin.get("/operations", () =>
+    jsonResponse({
       operations: deps.catalogue.operations.map((op) => ({
         id: op.id,
         area: op.area,
@@ -329,7 +327,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       });
     }
     // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
-    const close = `],"next":${JSON.stringify(next)}}`;
+    const close = `],"next":${jsonText(next)}}`;
     return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }, serialize), 200, {
       "content-type": "application/json",
     });
@@ -371,7 +369,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const { journal } = c.get("workspace");
     const cleared = journal.size;
     journal.clear();
-    return c.json({ cleared });
+    return jsonResponse({ cleared });
   });
 
   const expectation = async (c: Context<EdgeEnv>) => {
@@ -388,7 +386,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.post("/calls/verify", async (c) => {
     const e = await expectation(c);
     if (!e.ok) return e.response;
-    return c.json(e.expectation.verify(c.get("workspace").journal.list()));
+    return jsonResponse(e.expectation.verify(c.get("workspace").journal.list()));
   });
 
   admin.post("/calls/wait", async (c) => {
@@ -398,7 +396,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const { events, journal } = c.get("workspace");
     const calls = () => journal.list();
     const result = await waitUntil(events, e.expectation, calls, e.timeoutMs ?? 5000, c.req.raw.signal);
-    return c.json(result);
+    return jsonResponse(result);
   });
 
   admin.get("/calls/:id", (c) => {
@@ -406,7 +404,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!call) return unknownCall(c.req.param("id"));
     // The explanation and the issues' places only here, computed when asked: listing calls stays cheap, and the
     // request path records only a trace.
-    return c.json({
+    return jsonResponse({
       ...callView(call),
       explanation: explainCall(call, deps.basePath),
       issues: issuesOfCall(call),
@@ -424,7 +422,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     if (!options.success) return problem(400, `Bad resend options: ${describeZod(options.error)}.`);
     const answer = await deps.resend(resendRequest(call, options.data.newMessageId ? deps.newId() : undefined));
     const callId = answer.headers.get("x-sandbox-call-id");
-    return c.json({ callId, status: answer.status }, 201);
+    return jsonResponse({ callId, status: answer.status }, 201);
   });
 
   admin.get("/patients", (c) => {
@@ -437,7 +435,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const haystack = (p: PatientSummary) =>
       JSON.stringify([p.id, p.identifier.map((i) => i.value), p.name, p.birthDate]).toLowerCase();
     const found = needle ? all.filter((p) => haystack(p).includes(needle)) : all;
-    return c.json({ patients: found.slice(0, limit), total: found.length });
+    return jsonResponse({ patients: found.slice(0, limit), total: found.length });
   });
 
   admin.get("/patients/:key", (c) => {
@@ -450,33 +448,29 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
         "not-found",
       );
     }
-    return c.json(state);
+    return jsonResponse(state);
   });
 
-  admin.get("/scenarios", (c) => c.json(c.get("workspace").scenarios.view()));
+  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view()));
 
   // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
     const result = deps.folder.reload();
     if (!result.ok) {
-      return new Response(
-        JSON.stringify(
-          operationOutcome(
-            result.problems.map((p) =>
-              p.more === undefined
-                ? issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)
-                : problemIssue(p),
-            ),
-          ),
+      return outcomeOnly(
+        400,
+        result.problems.map((p) =>
+          p.more === undefined
+            ? issue("invalid", `${formatProblem(p)} — the previous scenarios keep serving`)
+            : problemIssue(p),
         ),
-        { status: 400, headers: { "content-type": FHIR_JSON } },
       );
     }
-    return c.json(c.get("workspace").scenarios.view());
+    return jsonResponse(c.get("workspace").scenarios.view());
   });
 
   // The clients file is the sandbox's, as the scenario files are: the global token only (sandboxWide).
-  admin.post("/clients/reload", (c) => {
+  admin.post("/clients/reload", () => {
     if (!deps.reloadClients) {
       return problem(
         404,
@@ -486,14 +480,9 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     }
     const result = deps.reloadClients();
     if (!result.ok) {
-      return new Response(
-        JSON.stringify(
-          operationOutcome([issue("invalid", `${result.problem} — the previous clients file keeps serving`)]),
-        ),
-        { status: 400, headers: { "content-type": FHIR_JSON } },
-      );
+      return outcomeOnly(400, [issue("invalid", `${result.problem} — the previous clients file keeps serving`)]);
     }
-    return c.json({ reloaded: true, clients: result.clients });
+    return jsonResponse({ reloaded: true, clients: result.clients });
   });
 
   admin.post("/scenarios", async (c) => {
@@ -501,27 +490,17 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const read = await readBody(c.req.raw, deps.maxBody);
     if (!read.ok) return unreadBody(read);
     const added = workspace.addScenario(read.text);
-    if (added.refused) {
-      // 409: the document may be fine; the workspace has no room for it (CONTRACT §15).
-      return new Response(JSON.stringify(operationOutcome([issue("too-costly", added.refused.diagnostics)])), {
-        status: 409,
-        headers: { "content-type": FHIR_JSON },
-      });
-    }
-    if (!added.ok) {
-      return new Response(JSON.stringify(operationOutcome(added.problems.map(problemIssue))), {
-        status: 400,
-        headers: { "content-type": FHIR_JSON },
-      });
-    }
-    return c.json({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
+    // 409: the document may be fine; the workspace has no room for it (CONTRACT §15).
+    if (added.refused) return outcomeOnly(409, [issue("too-costly", added.refused.diagnostics)]);
+    if (!added.ok) return outcomeOnly(400, added.problems.map(problemIssue));
+    return jsonResponse({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => c.json({ removed: c.get("workspace").scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => jsonResponse({ removed: c.get("workspace").scenarios.clearRuntime() }));
 
   admin.get("/pharmacies", (c) => {
     const { pharmacies, journal } = c.get("workspace");
-    return c.json({
+    return jsonResponse({
       pharmacies: pharmacies.list().map((p) => ({
         licence: p.licence,
         name: p.name ?? null,
@@ -541,7 +520,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
 
   admin.post("/reset", (c) => {
     c.get("workspace").reset();
-    return c.json({ status: "reset" });
+    return jsonResponse({ status: "reset" });
   });
 
   admin.notFound((c) =>

@@ -1,8 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { type FailureLimit, retryAfterSeconds } from "../auth/failure-limit.js";
 import { sameSecret } from "../auth/same-secret.js";
-import { issue, operationOutcome } from "../fhir/outcome.js";
-import { FHIR_JSON } from "../http/fhir-response.js";
+import { issue } from "../fhir/outcome.js";
+import { outcomeOnly } from "../http/fhir-response.js";
 import { remoteAddress } from "../http/remote-address.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
@@ -20,25 +20,21 @@ export interface AdminTokens {
 export type AdminScope = { workspace: string } | "sandbox";
 
 const unauthorized = (diagnostics: string) =>
-  new Response(JSON.stringify(operationOutcome([issue("login", diagnostics)])), {
-    status: 401,
-    headers: { "content-type": FHIR_JSON, "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' },
-  });
+  outcomeOnly(401, [issue("login", diagnostics)], { "www-authenticate": 'Bearer realm="uae-fhir-sandbox"' });
 
 /** 429 (RFC 6585 §4) with Retry-After, issue code throttled, once an address has given too many wrong admin tokens. */
 function throttled(waitMs: number, failures: FailureLimit): Response {
   const seconds = retryAfterSeconds(waitMs);
   const { max, windowMs } = failures.settings;
-  return new Response(
-    JSON.stringify(
-      operationOutcome([
-        issue(
-          "throttled",
-          `This address gave ${max} wrong admin tokens in ${windowMs / 1000} s, the most the sandbox allows: retry after ${seconds} s (Retry-After) with the right token.`,
-        ),
-      ]),
-    ),
-    { status: 429, headers: { "content-type": FHIR_JSON, "retry-after": seconds } },
+  return outcomeOnly(
+    429,
+    [
+      issue(
+        "throttled",
+        `This address gave ${max} wrong admin tokens in ${windowMs / 1000} s, the most the sandbox allows: retry after ${seconds} s (Retry-After) with the right token.`,
+      ),
+    ],
+    { "retry-after": seconds },
   );
 }
 
@@ -62,17 +58,12 @@ export function adminRefusal(
   const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
   if (accepted.length === 0) {
     if (scope !== "sandbox" || !tokens.anyWorkspaceToken?.()) return undefined;
-    return new Response(
-      JSON.stringify(
-        operationOutcome([
-          issue(
-            "forbidden",
-            `${request.method} ${request.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
-          ),
-        ]),
+    return outcomeOnly(403, [
+      issue(
+        "forbidden",
+        `${request.method} ${request.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
       ),
-      { status: 403, headers: { "content-type": FHIR_JSON } },
-    );
+    ]);
   }
   // An address that gave too many wrong tokens is refused before its token is compared: guessing gains nothing.
   const wait = throttle?.failures.retryAfterMs(throttle.address) ?? 0;

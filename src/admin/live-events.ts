@@ -4,6 +4,7 @@ import type { CallRecord } from "../journal/call-record.js";
 import { callSummary } from "../journal/call-summary.js";
 import type { Order } from "../orders/order.js";
 import { orderView } from "../orders/order-view.js";
+import { jsonText } from "../text/json-text.js";
 
 export interface LiveEventSettings {
   /** Most bytes held for one client that reads slower than events come; past it they are dropped for `overflow`. */
@@ -21,7 +22,7 @@ export const DEFAULT_LIVE_SETTINGS: LiveEventSettings = {
 };
 
 const frame = (event: string, data: unknown, id?: string) =>
-  `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+  `${id === undefined ? "" : `id: ${id}\n`}event: ${event}\ndata: ${jsonText(data)}\n\n`;
 
 /**
  * The sandbox's events as server-sent event streams (GET /__admin/events):

@@ -1,15 +1,14 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
 import { parseJson } from "../envelope/json.js";
-import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
-import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
+import { type Issue, issue } from "../fhir/outcome.js";
+import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import type { AllocationPolicy } from "../orders/order-book.js";
 import { orderSpecSchema, toOrderSpec } from "../orders/order-spec.js";
 import { orderView } from "../orders/order-view.js";
 
-const outcome = (status: number, issues: Issue[]) =>
-  new Response(JSON.stringify(operationOutcome(issues)), { status, headers: { "content-type": FHIR_JSON } });
+const outcome = (status: number, issues: Issue[]) => outcomeOnly(status, issues);
 
 const describe = (error: z.ZodError) =>
   error.issues.map((i) => issue("invalid", i.path.length ? `${i.path.join(".")}: ${i.message}` : i.message));
@@ -49,17 +48,17 @@ export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number; 
     if (!spec.success) return outcome(400, describe(spec.error));
     const created = ordersOf(c).create(toOrderSpec(spec.data));
     if (!created.ok) return outcome(created.issues.some((i) => i.code === "not-found") ? 404 : 409, created.issues);
-    return c.json(orderView(created.value), 201);
+    return jsonResponse(orderView(created.value), 201);
   });
 
   // The policy too: under manual allocation, a client (the dashboard) offers to allocate.
-  admin.get("/orders", (c) => c.json({ orders: ordersOf(c).list().map(orderView), allocation: deps.allocation }));
+  admin.get("/orders", (c) => jsonResponse({ orders: ordersOf(c).list().map(orderView), allocation: deps.allocation }));
 
   admin.get("/orders/:id", (c) => {
     const order = ordersOf(c).get(c.req.param("id"));
     if (!order)
       return outcome(404, [issue("not-found", `No order ${c.req.param("id")}; list them with GET /__admin/orders.`)]);
-    return c.json(orderView(order));
+    return jsonResponse(orderView(order));
   });
 
   admin.post("/orders/:id/allocate", async (c) => {
@@ -68,11 +67,11 @@ export function mountOrderRoutes(admin: Hono<EdgeEnv>, deps: { maxBody: number; 
     const parsed = allocateBody.safeParse(body.value);
     if (!parsed.success) return outcome(400, describe(parsed.error));
     const result = ordersOf(c).allocate(c.req.param("id"), parsed.data.licence);
-    return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
+    return result.ok ? jsonResponse(orderView(result.value)) : refusal(result.issues);
   });
 
   admin.post("/orders/:id/cancel", (c) => {
     const result = ordersOf(c).cancel(c.req.param("id"));
-    return result.ok ? c.json(orderView(result.value)) : refusal(result.issues);
+    return result.ok ? jsonResponse(orderView(result.value)) : refusal(result.issues);
   });
 }

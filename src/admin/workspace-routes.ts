@@ -1,6 +1,6 @@
 import type { Hono } from "hono";
-import { issue, operationOutcome } from "../fhir/outcome.js";
-import { type EdgeEnv, FHIR_JSON } from "../http/fhir-response.js";
+import { issue } from "../fhir/outcome.js";
+import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import type { Workspace } from "../workspace/workspace.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 
@@ -62,10 +62,10 @@ export function workspaceHealth(workspace: Workspace, workspaces: Workspaces) {
 export function mountWorkspaceRoutes(admin: Hono<EdgeEnv>, deps: { workspaces: Workspaces; now(): Date }): void {
   const { workspaces } = deps;
 
-  admin.get("/workspaces", (c) => {
+  admin.get("/workspaces", () => {
     const now = deps.now();
     const list = workspaces.list().map((w) => workspaceView(w, workspaces, now));
-    return c.json({
+    return jsonResponse({
       workspaces: list,
       count: list.length,
       memoryEstimateBytes: list.reduce((sum, w) => sum + w.memoryEstimateBytes, 0),
@@ -76,14 +76,11 @@ export function mountWorkspaceRoutes(admin: Hono<EdgeEnv>, deps: { workspaces: W
   admin.delete("/workspaces/:id", (c) => {
     const id = c.req.param("id");
     const result = workspaces.delete(id);
-    if (result === "deleted") return c.json({ deleted: id });
+    if (result === "deleted") return jsonResponse({ deleted: id });
     const [status, diagnostics] =
       result === "default"
         ? ([409, "The default workspace is never dropped; clear its state with POST /__admin/reset."] as const)
         : ([404, `No workspace ${id} is held now; GET /__admin/workspaces lists them.`] as const);
-    return new Response(
-      JSON.stringify(operationOutcome([issue(result === "default" ? "business-rule" : "not-found", diagnostics)])),
-      { status, headers: { "content-type": FHIR_JSON } },
-    );
+    return outcomeOnly(status, [issue(result === "default" ? "business-rule" : "not-found", diagnostics)]);
   });
 }

@@ -1,6 +1,6 @@
 import type { watch } from "node:fs";
 import type { Context, Hono } from "hono";
-import type { EdgeEnv } from "../http/fhir-response.js";
+import { type EdgeEnv, jsonResponse } from "../http/fhir-response.js";
 import { remoteAddress } from "../http/remote-address.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
 import { watchPath } from "../scenarios/watch-path.js";
@@ -156,7 +156,6 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
   const key = config.tokenKeyFile ? loadSigningKey(config.tokenKeyFile) : generateSigningKey();
   const fixedIssuer = config.publicUrl?.replace(/\/+$/, "");
   const endpoints = (requestUrl: string) => endpointsAt(fixedIssuer ?? new URL(requestUrl).origin);
-  const json = (c: Context, body: unknown) => c.json(body as object, 200);
   const verify = rememberingVerifier(key);
   const failures = {
     client: new FailureLimit(DEFAULT_FAILURE_LIMIT, deps.monotonic),
@@ -223,7 +222,7 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
           ...(deps.clientIn ? { clientIn: deps.clientIn } : {}),
         }),
       );
-      app.get(JWKS_PATH, (c) => json(c, { keys: [key.jwk] }));
+      app.get(JWKS_PATH, () => jsonResponse({ keys: [key.jwk] }));
       // No client has a redirect URI to send an error to: say it here, never redirect (RFC 6749 §4.1.2.1).
       app.all(AUTHORIZE_PATH, (c) =>
         errorAnswer(
@@ -235,16 +234,16 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
         ),
       );
       app.get("/.well-known/openid-configuration", (c) =>
-        json(c, openIdConfiguration(endpoints(c.req.url), config.scopes)),
+        jsonResponse(openIdConfiguration(endpoints(c.req.url), config.scopes)),
       );
       app.get("/.well-known/oauth-authorization-server", (c) =>
-        json(c, authorizationServerMetadata(endpoints(c.req.url), config.scopes)),
+        jsonResponse(authorizationServerMetadata(endpoints(c.req.url), config.scopes)),
       );
       // SMART puts its document under the FHIR base; the contract also names the root.
       const smartPaths = ["", ...FHIR_BASES.map((base) => `${config.basePath}${base}`)];
       for (const prefix of smartPaths) {
         app.get(`${prefix}/.well-known/smart-configuration`, (c) =>
-          json(c, smartConfiguration(endpoints(c.req.url), config.scopes)),
+          jsonResponse(smartConfiguration(endpoints(c.req.url), config.scopes)),
         );
       }
     },

@@ -3,6 +3,7 @@ import { callState } from "../http/call-state.js";
 import type { EdgeEnv } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { REDACTED, secretParam } from "../journal/redact.js";
+import { jsonText } from "../text/json-text.js";
 import { issueAccessToken } from "./access-token.js";
 import type { AssertionCheck } from "./client-assertion.js";
 import { authenticatePresented, presented } from "./client-authentication.js";
@@ -46,8 +47,8 @@ function tokenJson(
   body: Record<string, unknown>,
   headers: Record<string, string> = {},
 ) {
-  const text = JSON.stringify(body);
-  callState(c).responseText = "access_token" in body ? JSON.stringify({ ...body, access_token: REDACTED }) : text;
+  const text = jsonText(body);
+  callState(c).responseText = "access_token" in body ? jsonText({ ...body, access_token: REDACTED }) : text;
   return new Response(text, {
     status,
     headers: { "content-type": "application/json; charset=utf-8", ...NO_STORE, ...headers },

@@ -271,6 +271,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
   ),
   flag("cors-admin", "boolean", "false", "the admin API answers the --cors origins too; needs --admin-token"),
   flag(
+    "allowed-hosts",
+    "list",
+    undefined,
+    "comma-separated Host names served (besides --public-url's and loopback); others get 421. Default any, but browsers reach the admin API and dashboard only by loopback, IP or --public-url (DNS rebinding)",
+  ),
+  flag(
     "redact-header",
     "header-names",
     undefined,
@@ -468,6 +474,10 @@ export function resolveServeConfig(
     );
   }
   const [workspaceMode, workspaceList = ""] = (v.workspaces as string).split(":");
+  const allowedHosts = ((v["allowed-hosts"] as string | undefined) ?? "")
+    .split(",")
+    .map((h) => h.trim())
+    .filter(Boolean);
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
@@ -517,6 +527,7 @@ export function resolveServeConfig(
       tokenKeyFile: (v["token-key"] as string | undefined) || undefined,
       cors,
       corsAdmin: v["cors-admin"] as boolean,
+      allowedHosts: allowedHosts.length > 0 ? allowedHosts : undefined,
     },
     log: {
       format: v["log-format"] as LogFormat | undefined,

@@ -83,6 +83,12 @@ export interface SandboxOptions {
   cors: string[];
   /** The admin API answers those origins too; needs an admin token. */
   corsAdmin: boolean;
+  /**
+   * Host header names served (exact, case-insensitive, port ignored), besides --public-url's and loopback ones;
+   * another is refused 421. Undefined: any, but a browser reaches the admin API only by a loopback name, an IP
+   * address or --public-url's host (DNS rebinding).
+   */
+  allowedHosts: string[] | undefined;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
   /** The OAuth2 clients (YAML); required with auth oauth2. */
@@ -139,6 +145,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   redactHeaders: [],
   cors: [],
   corsAdmin: false,
+  allowedHosts: undefined,
   auth: "off",
   clientsFile: undefined,
   tokenTtlMs: 5 * 60_000,

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { jsonText } from "../text/json-text.js";
 
 /** Most resource texts kept: a few patient profiles' worth (a profile view sends 14 to 50 records). */
 const LIMIT = 2_048;
@@ -21,7 +22,7 @@ function fixed(value: unknown): boolean {
   return true;
 }
 
-/** A stored resource's JSON text: kept from the last time, or made now (and kept if it cannot change). */
+/** A stored resource's JSON text (jsonText's): kept from the last time, or made now (and kept if it cannot change). */
 function resourceText(resource: object): string {
   const known = texts.get(resource);
   if (known !== undefined) {
@@ -29,7 +30,7 @@ function resourceText(resource: object): string {
     texts.set(resource, known);
     return known;
   }
-  const text = JSON.stringify(resource);
+  const text = jsonText(resource);
   if (fixed(resource)) {
     texts.set(resource, text);
     if (texts.size > LIMIT) texts.delete(texts.keys().next().value as object);
@@ -38,15 +39,16 @@ function resourceText(resource: object): string {
 }
 
 /**
- * `JSON.stringify(body)`, the same text, made faster for Bundles that hold several frozen (stored) resources: a
- * patient profile view sends the same records again and again, and serializing them was most of its cost.
+ * `jsonText(body)`, the same text, made faster for Bundles that hold several frozen (stored) resources: a
+ * patient profile view sends the same records again and again, and serializing (and escaping) them was most of its
+ * cost.
  *
  * @example
- *   bundleJson(okMessage(correlation, records, deps)) === JSON.stringify(okMessage(correlation, records, deps))
+ *   bundleJson(okMessage(correlation, records, deps)) === jsonText(okMessage(correlation, records, deps))
  */
 export function bundleJson(body: unknown): string {
   const entries = (body as { entry?: unknown } | null)?.entry;
-  if (!Array.isArray(entries) || frozenResources(entries) < MIN_FROZEN) return JSON.stringify(body);
+  if (!Array.isArray(entries) || frozenResources(entries) < MIN_FROZEN) return jsonText(body);
   const spliced: string[] = [];
   const entry = entries.map((e: unknown) => {
     const resource = resourceOf(e);
@@ -54,7 +56,7 @@ export function bundleJson(body: unknown): string {
     spliced.push(resourceText(resource));
     return { ...(e as object), resource: `${MARK}${spliced.length - 1}` };
   });
-  const pieces = JSON.stringify({ ...(body as object), entry }).split(`"${MARK}`);
+  const pieces = jsonText({ ...(body as object), entry }).split(`"${MARK}`);
   let text = pieces[0] as string;
   for (let i = 1; i < pieces.length; i++) {
     const piece = pieces[i] as string;

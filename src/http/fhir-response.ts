@@ -2,7 +2,9 @@ import type { Context } from "hono";
 import type { Access } from "../auth/bearer.js";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { HEADER_NAME } from "../journal/redact.js";
+import { jsonText } from "../text/json-text.js";
 import type { Workspace } from "../workspace/workspace.js";
+import { ANSWER_HEADERS } from "./answer-headers.js";
 import type { CallState } from "./call-state.js";
 import { httpTrim } from "./request-headers.js";
 
@@ -36,27 +38,37 @@ export type EdgeEnv = { Variables: EdgeVariables; Bindings: EdgeBindings };
 
 /**
  * Sends a FHIR body (CONTRACT §4: every FHIR body is application/fhir+json)
- * and keeps its text for the journal.
+ * and keeps its text for the journal. The answer carries the edge's headers (ANSWER_HEADERS) already, after the
+ * rule's: the edge (answerHeaders) then leaves it alone, and no web `Headers` is built on the hot path. The
+ * journal keeps the headers without them, as it does for every answer.
  */
 export function fhirResponse(
   c: Context<EdgeEnv>,
   status: number,
   body: unknown,
   headers: Record<string, string> = {},
-  /** The body already serialized, to save serializing it twice. */
+  /** The body already serialized, as jsonText writes it (`<`, `>`, `&` escaped), to save serializing it twice. */
   serialized?: string,
 ): Response {
-  const text = serialized ?? JSON.stringify(body);
+  const text = serialized ?? jsonText(body);
   const plain = { "content-type": FHIR_JSON, ...headers };
   const call = c.get("call");
-  if (!call) return new Response(text, { status, headers: plain });
+  if (!call) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
   call.responseText = text;
   call.responseJson = true;
   const all = withCallHeaders(plain, call.id, call.rule);
-  if (!all) return new Response(text, { status, headers: plain });
-  const response = new Response(text, { status, headers: all });
+  if (!all) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
+  const response = new Response(text, { status, headers: withAnswerHeaders(all) });
   call.answered = { response, headers: all };
   return response;
+}
+
+/**
+ * A JSON answer that is not FHIR (the admin API's views, OAuth2 documents): `c.json`'s, its text as jsonText
+ * writes it.
+ */
+export function jsonResponse(value: unknown, status = 200, headers: Record<string, string> = {}): Response {
+  return new Response(jsonText(value), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
 /** Header values `Headers` refuses: the recorder then sets its headers as before (and meets the same error). */
@@ -91,6 +103,20 @@ function withCallHeaders(
   return sorted;
 }
 
+const EDGE = Object.entries(ANSWER_HEADERS).sort(([a], [b]) => (a < b ? -1 : 1));
+
+/** Headers in name order (withCallHeaders's) with ANSWER_HEADERS put in their places, replacing a rule's. */
+function withAnswerHeaders(sorted: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  let i = 0;
+  for (const name in sorted) {
+    for (let edge = EDGE[i]; edge !== undefined && edge[0] <= name; edge = EDGE[++i]) out[edge[0]] = edge[1];
+    if (!(name in ANSWER_HEADERS)) out[name] = sorted[name] as string;
+  }
+  for (const [name, value] of EDGE.slice(i)) out[name] = value;
+  return out;
+}
+
 /** A bare OperationOutcome: the answer to a message that was not processed. */
 export function outcomeResponse(
   c: Context<EdgeEnv>,
@@ -99,4 +125,12 @@ export function outcomeResponse(
   headers: Record<string, string> = {},
 ): Response {
   return fhirResponse(c, status, operationOutcome(issues), headers);
+}
+
+/** A bare OperationOutcome where no call is recorded (the admin API, the edge's refusals). */
+export function outcomeOnly(status: number, issues: Issue[], headers: Record<string, string> = {}): Response {
+  return new Response(jsonText(operationOutcome(issues)), {
+    status,
+    headers: { "content-type": FHIR_JSON, ...headers },
+  });
 }

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { issue } from "../fhir/outcome.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
+import { jsonText } from "../text/json-text.js";
 import { callState, requestUrl } from "./call-state.js";
 import { delay, stageFault } from "./faults.js";
 import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
@@ -82,8 +83,8 @@ export function mountMessageRoutes(
       }
       const body = answer.body as { resourceType?: unknown } | undefined;
       const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
-      const text = answer.serialized ?? JSON.stringify(body);
-      return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? JSON.stringify({ content: text }) : text);
+      const text = answer.serialized ?? jsonText(body);
+      return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? jsonText({ content: text }) : text);
     });
   }
 }

@@ -1,5 +1,6 @@
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { parseJson } from "../envelope/json.js";
+import { escapeJsonText, jsonText } from "../text/json-text.js";
 import { oneLineJson } from "../text/one-line-json.js";
 import type { CallRecord } from "./call-record.js";
 
@@ -34,15 +35,16 @@ export function callView(call: CallRecord) {
 const BODY_SLOT = '"body":null}';
 
 /**
- * `JSON.stringify(callView(call))`, its `id` first and then `head`'s
+ * `jsonText(callView(call))`, its `id` first and then `head`'s
  * members, on one line: a line of NDJSON (the journal file, `format=ndjson`,
- * the export), whatever the bodies hold. Bodies known to be JSON
- * (`jsonBodies`) are not parsed and serialized again (that cost a hundred
- * microseconds per call, on every journal-file write and listing): their
- * text goes into the line as it is when it is one line already, which
- * anything the sandbox serialized and most clients' requests are; a request
- * written with line breaks (pretty-printed, a trailing newline) goes in
- * compacted (oneLineJson), never with its breaks.
+ * the export), whatever the bodies hold, with `<`, `>` and `&` escaped as
+ * everywhere. Bodies known to be JSON (`jsonBodies`) are not parsed and
+ * serialized again (that cost a hundred microseconds per call, on every
+ * journal-file write and listing): their text goes into the line as it is
+ * when it is one line already, which anything the sandbox serialized and most
+ * clients' requests are; a request written with line breaks (pretty-printed,
+ * a trailing newline) goes in compacted (oneLineJson), never with its breaks.
+ * A request body's bytes are kept as sent: only this line's copy is escaped.
  *
  * @example
  *   writeSync(fd, `${callJson(call, { highestIdIssued: "12" })}\n`);
@@ -51,7 +53,7 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
   if (!call.jsonBodies) {
     const { id, ...view } = callView(call);
     // JSON.stringify leaves U+2028 and U+2029 raw in strings (a non-JSON body, a header): escaped here.
-    return oneLineJson(JSON.stringify({ id, ...head, ...view }));
+    return oneLineJson(jsonText({ id, ...head, ...view }));
   }
   const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
   const skeleton = JSON.stringify({
@@ -74,8 +76,8 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
       skeleton.slice(first + BODY_SLOT.length, last) +
       slot(response.body) +
       skeleton.slice(last + BODY_SLOT.length);
-  // The whole line at once: one scan in the common case, where the spliced bodies and the skeleton are one line.
-  return oneLineJson(line);
+  // The whole line at once: one scan each in the common case, where the spliced bodies and the skeleton are one line.
+  return escapeJsonText(oneLineJson(line));
 }
 
 const bundles = new WeakMap<CallRecord, Record<string, unknown> | null>();

@@ -2,6 +2,7 @@ import type { Resource } from "fhir/r4.js";
 import { outboundMessage } from "../fhir/response-message.js";
 import type { PushResult } from "../push/dispatcher.js";
 import { STANDARD_FHIR_BASE, STANDARD_PATH } from "../routing/default-operations.js";
+import { jsonText } from "../text/json-text.js";
 import type { Order, PharmacyRequest } from "./order.js";
 import type { OrderContext } from "./order-book.js";
 import { allocationResources } from "./order-resources.js";
@@ -42,7 +43,7 @@ export async function pushOrder(
     target: pharmacy.endpoint,
     pharmacy: request.licence,
     headers: pharmacy.headers,
-    body: JSON.stringify({ content: JSON.stringify(bundle) }),
+    body: jsonText({ content: jsonText(bundle) }),
     event,
     messageId: header.id,
     events: deps.events,

@@ -15,6 +15,7 @@ import { routeMessage } from "../routing/route.js";
 import { scriptedReply } from "../scenarios/respond.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
+import { escapeJsonText } from "../text/json-text.js";
 import type { KeptText, PackedTexts } from "../text/packed-texts.js";
 import { mergeIssues, type ValidationPolicy, validateMessage } from "../validation/validate-message.js";
 import { type MessageIdentity, messageIdentity, sameMessage } from "./fingerprint.js";
@@ -251,7 +252,8 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
     if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
-      const serialized = earlier.body.text;
+      // Escaped again: a state file written before answers were escaped may hold the text as it was then.
+      const serialized = escapeJsonText(earlier.body.text);
       return {
         ...answer(earlier.status, JSON.parse(serialized), { operation, messageId }),
         duplicate: true,

@@ -85,6 +85,36 @@ function ruleOperations(
 }
 
 /**
+ * The media types a rule's answer may declare without `allowAnyContentType` (CONTRACT §15): JSON, FHIR's JSON, any
+ * `+json` type, plain text, with parameters (charset). A browser renders none of them as a page; text/html,
+ * image/svg+xml and the like would run what the body holds in the sandbox's origin. No template: the request
+ * would choose the type.
+ */
+const SAFE_CONTENT_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/plain)[ \t]*(?:;[^{}]*)?$/i;
+
+/** A problem for each response header that declares a Content-Type a browser might run, unless the rule allows it. */
+function contentTypeProblems(
+  spec: RuleSpec,
+  responses: ReadonlyArray<{ spec: ResponseSpec; at: ReadonlyArray<string | number> }>,
+  locate: Locate,
+): YamlProblem[] {
+  if (spec.allowAnyContentType) return [];
+  const problems: YamlProblem[] = [];
+  for (const { spec: response, at } of responses) {
+    for (const [name, value] of Object.entries(response.headers ?? {})) {
+      if (name.toLowerCase() !== "content-type" || SAFE_CONTENT_TYPE.test(value.trim())) continue;
+      problems.push(
+        locate(
+          [...at, "headers", name],
+          `Content-Type ${JSON.stringify(value)} is not a JSON or plain-text type: a browser could run an answer of that type in the sandbox's origin. Use application/fhir+json, application/json, an application/*+json type or text/plain (no {{ template }}), or add allowAnyContentType: true to the rule if the answer must declare another type.`,
+        ),
+      );
+    }
+  }
+  return problems;
+}
+
+/**
  * Compiles a rule of a scenario file: its matcher (FHIRPath, patterns) and
  * its responses' templates. Problems carry the file position of the rule.
  */
@@ -103,10 +133,12 @@ export function compileRule(
     ...(operation ? { operation } : {}),
   } as MatcherSpec);
   if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when", ...p.at], p.message));
-  const list = spec.sequence ?? (spec.respond ? [spec.respond] : []);
-  const responses = list.map((r, i) =>
-    compileResponse(r, spec.sequence ? [...at, "sequence", i] : [...at, "respond"], where.locate, problems),
-  );
+  const list = (spec.sequence ?? (spec.respond ? [spec.respond] : [])).map((r, i) => ({
+    spec: r,
+    at: spec.sequence ? [...at, "sequence", i] : [...at, "respond"],
+  }));
+  const responses = list.map((r) => compileResponse(r.spec, r.at, where.locate, problems));
+  problems.push(...contentTypeProblems(spec, list, where.locate));
   if (!matcher.ok || problems.length > 0) return { problems };
   const line = where.locate(at, "").line;
   return {

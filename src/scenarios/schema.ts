@@ -136,6 +136,12 @@ export const ruleSchema = z
       .enum(["repeat-last", "fall-through"])
       .optional()
       .describe("when the sequence is used up: repeat its last response (default), or fall through"),
+    allowAnyContentType: z
+      .literal(true)
+      .optional()
+      .describe(
+        "let the responses' Content-Type header be any type; without it only JSON (application/json, application/fhir+json, application/*+json) or text/plain, as a browser runs no script of those",
+      ),
   })
   .strict()
   .superRefine((r, ctx) => {

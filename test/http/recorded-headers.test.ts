@@ -111,9 +111,12 @@ describe("headers of an answer and of its journal record", () => {
     const [call] = sandbox.calls();
     const sent = answer.headers.filter((line) => !/^(date|connection|keep-alive|content-length):/i.test(line));
     // As a web Headers writes them: lower-case names in name order, a name given twice one line.
+    // The edge's nosniff and CSP too (CONTRACT §15), which the journal does not keep.
     expect(sent).toEqual([
+      "content-security-policy: default-src 'none'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
       "content-type: application/fhir+json; charset=utf-8",
       "retry-after: 7",
+      "x-content-type-options: nosniff",
       "x-custom: padded value",
       `x-sandbox-call-id: ${call?.id}`,
       "x-sandbox-rule: teapot-with-headers",

@@ -203,6 +203,7 @@ push:
       const { app } = start(FIXTURE);
       const res = await app.request("/__admin/scenarios", {
         method: "POST",
+        headers: { "content-type": "application/yaml" },
         body: "push:\n  - every: 1s\n    times: 5000\n",
       });
       expect(res.status).toBe(400);
