@@ -21,6 +21,7 @@ import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
+import { remoteAddress } from "./http/remote-address.js";
 import { chooseWorkspace, routedPath } from "./http/workspace-choice.js";
 import { CallIds } from "./journal/call-ids.js";
 import type { Journal } from "./journal/journal.js";
@@ -337,6 +338,8 @@ export function createApp(
             path: c.req.path,
             authorization: c.req.header("authorization"),
           },
+          // A right token is told from a wrong one here too (404 against 401): counted as on the admin API.
+          { failures: adminFailures, address: remoteAddress(c) },
         ),
     }),
   );

@@ -9,6 +9,7 @@ import { parseJson } from "../envelope/json.js";
 import { issue, moreIssues } from "../fhir/outcome.js";
 import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
+import { remoteAddress } from "../http/remote-address.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
 import { callSearch } from "../journal/call-search.js";
@@ -251,7 +252,14 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const memory = process.memoryUsage();
     const { journal, store, id } = c.get("workspace");
     const authorization = c.req.header("authorization");
-    const wide = mayRead(tokens, "sandbox", authorization);
+    // Health answers more to a right token than to a wrong one, so it counts wrong tokens as the admin API does: an
+    // address past the limit reads the open figures only, whatever it sends.
+    const address = remoteAddress(c);
+    const throttled = (deps.tokenFailures?.retryAfterMs(address) ?? 0) > 0;
+    const reads = (scope: AdminScope) => !throttled && mayRead(tokens, scope, authorization);
+    const wide = reads("sandbox");
+    const own = reads({ workspace: id });
+    if (!own && !throttled && /^Bearer\s/i.test(authorization ?? "")) deps.tokenFailures?.fail(address);
     const figures = {
       status: "ok",
       version: deps.version,
@@ -278,7 +286,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       refused: wide ? deps.refused.counts() : { kept: deps.refused.list(id).length },
     };
     // Health needs no token; a workspace's figures need what its admin API needs.
-    if (mayRead(tokens, { workspace: id }, authorization)) return jsonResponse(figures);
+    if (own) return jsonResponse(figures);
     return jsonResponse(Object.fromEntries(Object.entries(figures).filter(([key]) => OPEN_HEALTH.includes(key))));
   });
 

@@ -65,13 +65,25 @@ export function test(path: CompiledPath, resource: unknown): { holds: boolean; e
 /** Compiled patterns by flags and source: a rule's pattern is compiled at load, a computed one once per distinct value. */
 const patterns = new Map<string, LinearRegex>();
 const PATTERN_CACHE = 500;
+/**
+ * The longest pattern kept compiled, and the longest compiled at all. A pattern's instruction count does not bound
+ * its length (a character class of a megabyte is one instruction), and a pattern may be computed from a message
+ * (`matches(%value)`): without these, one tenant's messages could fill the process-wide cache with 500 patterns of a
+ * megabyte each. No honest pattern is near either.
+ */
+const CACHED_PATTERN_CHARS = 1024;
+const MAX_PATTERN_CHARS = 8 * 1024;
 
 function linearPattern(source: string, flags: RegexFlags): LinearRegex {
+  if (source.length > MAX_PATTERN_CHARS) {
+    throw new Error(`the pattern is ${source.length} characters long; at most ${MAX_PATTERN_CHARS} are compiled`);
+  }
   const key = `${flags.ignoreCase ? "i" : ""}${flags.multiline ? "m" : ""}${flags.dotAll ? "s" : ""}/${source}`;
   const known = patterns.get(key);
   if (known) return known;
   const compiled = compileLinearRegex(source, { ...flags, unicode: true });
   if (!compiled.ok) throw new Error(`the pattern /${source}/ ${compiled.problem}`);
+  if (source.length > CACHED_PATTERN_CHARS) return compiled.regex;
   // Oldest first out: patterns computed from message data must not grow the cache without bound.
   if (patterns.size >= PATTERN_CACHE) patterns.delete(patterns.keys().next().value as string);
   patterns.set(key, compiled.regex);

@@ -6,6 +6,7 @@ import { createApp, type Logger } from "../../src/app.js";
 import { JtiMemory } from "../../src/auth/client-assertion.js";
 import { FailureLimit } from "../../src/auth/failure-limit.js";
 import type { SandboxOptions } from "../../src/config/options.js";
+import { ipv6Network } from "../../src/http/remote-address.js";
 import { Redaction, redactUrl } from "../../src/journal/redact.js";
 import { admin } from "../admin/admin-client.js";
 import { quietLogger } from "../orders/pharmacy-client.js";
@@ -338,6 +339,32 @@ describe("failed authentications are limited (issue 21, also seen)", () => {
     expect((await admin(app, "GET", "/calls", { token: "global" })).status).toBe(200);
   });
 
+  it("wrong admin tokens count wherever a right one is told from a wrong one: an unknown workspace's admin API, health", async () => {
+    const { app } = clocked({ adminToken: "global" });
+    // Under OAuth2 an unknown workspace's admin API answers a wrong token 401 and the global one 404.
+    for (let i = 0; i < 10; i++) {
+      expect((await admin(app, "GET", "/calls", { prefix: "/w/nosuch", token: `guess-${i}` })).status).toBe(401);
+    }
+    expect((await admin(app, "GET", "/calls", { prefix: "/w/nosuch", token: "global" })).status).toBe(429);
+    // Health answers the open figures only to an address past the limit, even with the right token.
+    const health = await admin(app, "GET", "/health", { token: "global" });
+    expect(health.status).toBe(200);
+    expect(health.body.status).toBe("ok");
+    expect(health.body).not.toHaveProperty("calls");
+  });
+
+  it("wrong tokens at health count too: past ten, the right token reads the open figures only", async () => {
+    const { app, advance } = clocked({ adminToken: "global" });
+    expect((await admin(app, "GET", "/health", { token: "global" })).body).toHaveProperty("calls");
+    for (let i = 0; i < 10; i++) {
+      expect((await admin(app, "GET", "/health", { token: `guess-${i}` })).body).not.toHaveProperty("calls");
+    }
+    expect((await admin(app, "GET", "/health", { token: "global" })).body).not.toHaveProperty("calls");
+    expect((await admin(app, "GET", "/calls", { token: "global" })).status).toBe(429);
+    advance(60_000);
+    expect((await admin(app, "GET", "/health", { token: "global" })).body).toHaveProperty("calls");
+  });
+
   it("the counters' memory is bounded: past its most keys, the oldest go", () => {
     let ms = 0;
     const limit = new FailureLimit({ max: 2, windowMs: 1_000, maxKeys: 100 }, () => ms);
@@ -355,3 +382,16 @@ describe("failed authentications are limited (issue 21, also seen)", () => {
 function authSandboxAt(file: string, options: Partial<SandboxOptions>, logger: Logger) {
   return createApp({ auth: "oauth2", clientsFile: file, ...options }, { logger });
 }
+
+describe("failures are counted by address: an IPv6 caller by its /64 (RFC 4291 §2.5.1)", () => {
+  it.each([
+    ["2001:db8:1:2:a:b:c:d", "2001:db8:1:2::/64"],
+    ["2001:db8:1:2::ffff", "2001:db8:1:2::/64"],
+    ["2001:0db8:0001:0002:0000:0000:0000:0001", "2001:db8:1:2::/64"],
+    ["2001:db8::1", "2001:db8:0:0::/64"],
+    ["fe80::1%eth0", "fe80:0:0:0::/64"],
+    ["::1", "0:0:0:0::/64"],
+  ])("%s → %s", (address, network) => {
+    expect(ipv6Network(address)).toBe(network);
+  });
+});

@@ -148,6 +148,24 @@ describe("FHIRPath matches() and replaceMatches() run in linear time", () => {
   });
 });
 
+describe("a pattern computed from a message is bounded in length", () => {
+  it("a note of 8 KiB used as a pattern compiles; one of 9 KiB makes the condition fail with the reason", async () => {
+    const s = sandbox();
+    const NOTE = "Bundle.entry.resource.ofType(AllergyIntolerance).note.text";
+    // A character class of any length is one RE2 instruction: only its length bounds what it holds in memory.
+    const classOf = (chars: number) => `[${"a".repeat(chars - 2)}]`;
+    expect((await post(s.app, allergy(classOf(8 * 1024)))).status).toBe(200);
+    const fits = await admin(s.app, "POST", "/calls/verify", { body: { where: `'a'.matches(${NOTE})` } });
+    expect(fits.body).toMatchObject({ ok: true, matched: 1 });
+
+    await admin(s.app, "DELETE", "/calls");
+    expect((await post(s.app, allergy(classOf(9 * 1024)))).status).toBe(200);
+    const long = await admin(s.app, "POST", "/calls/verify", { body: { where: `'a'.matches(${NOTE})` } });
+    expect(long.body).toMatchObject({ ok: false, matched: 0 });
+    expect(long.body.nearMisses[0].reasons[0]).toMatch(/9216 characters long; at most 8192 are compiled/);
+  });
+});
+
 describe("patterns the linear-time engine cannot run are refused at load", () => {
   it("a header pattern with a backreference, added at run time: 400 naming the place and the reason, nothing added", async () => {
     const s = sandbox();
