@@ -21,7 +21,7 @@ import { SimulatedNetworkFault } from "./http/faults.js";
 import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
-import { remoteAddress } from "./http/remote-address.js";
+import { fromThisMachine, remoteAddress } from "./http/remote-address.js";
 import { chooseWorkspace, routedPath } from "./http/workspace-choice.js";
 import { CallIds } from "./journal/call-ids.js";
 import type { Journal } from "./journal/journal.js";
@@ -315,7 +315,9 @@ export function createApp(
   });
   const adminTokens: AdminTokens = {
     global: options.adminToken,
-    ...(auth ? { workspace: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken } : {}),
+    ...(auth
+      ? { workspace: auth.workspaceAdminToken, anyWorkspaceToken: auth.anyWorkspaceAdminToken, openOnlyLocally: true }
+      : {}),
   };
   // Before the workspace is chosen: a refused write makes nothing, not even a workspace.
   app.use(
@@ -337,6 +339,7 @@ export function createApp(
             method: c.req.method,
             path: c.req.path,
             authorization: c.req.header("authorization"),
+            local: fromThisMachine(c),
           },
           // A right token is told from a wrong one here too (404 against 401): counted as on the admin API.
           { failures: adminFailures, address: remoteAddress(c) },
@@ -370,6 +373,7 @@ export function createApp(
             workspaceAdminToken: auth.workspaceAdminToken,
             anyWorkspaceToken: auth.anyWorkspaceAdminToken,
             reloadClients: auth.reloadClients,
+            openOnlyLocally: true,
           }
         : {}),
       refused,

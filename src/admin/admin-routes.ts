@@ -9,7 +9,7 @@ import { parseJson } from "../envelope/json.js";
 import { issue, moreIssues } from "../fhir/outcome.js";
 import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
-import { remoteAddress } from "../http/remote-address.js";
+import { fromThisMachine, remoteAddress } from "../http/remote-address.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import type { CallRecord } from "../journal/call-record.js";
 import { callSearch } from "../journal/call-search.js";
@@ -56,6 +56,8 @@ export interface AdminDeps {
   anyWorkspaceToken?(): boolean;
   /** Reads the clients file again (--auth oauth2): POST /__admin/clients/reload. */
   reloadClients?(): ClientsReload;
+  /** With --auth oauth2: where no admin token applies, the admin API answers callers on this machine only. */
+  openOnlyLocally?: boolean;
   /** Failed admin-token attempts per address: past the limit, 429. */
   tokenFailures?: FailureLimit;
   version: string;
@@ -245,6 +247,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     global: deps.adminToken,
     workspace: deps.workspaceAdminToken,
     anyWorkspaceToken: deps.anyWorkspaceToken,
+    ...(deps.openOnlyLocally ? { openOnlyLocally: true } : {}),
   };
   admin.use("*", adminAuth(tokens, scopeOf, deps.tokenFailures));
 
@@ -256,7 +259,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     // address past the limit reads the open figures only, whatever it sends.
     const address = remoteAddress(c);
     const throttled = (deps.tokenFailures?.retryAfterMs(address) ?? 0) > 0;
-    const reads = (scope: AdminScope) => !throttled && mayRead(tokens, scope, authorization);
+    const local = fromThisMachine(c);
+    const reads = (scope: AdminScope) => !throttled && mayRead(tokens, scope, { authorization, local });
     const wide = reads("sandbox");
     const own = reads({ workspace: id });
     if (!own && !throttled && /^Bearer\s/i.test(authorization ?? "")) deps.tokenFailures?.fail(address);

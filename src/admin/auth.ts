@@ -3,7 +3,7 @@ import { type FailureLimit, retryAfterSeconds } from "../auth/failure-limit.js";
 import { sameSecret } from "../auth/same-secret.js";
 import { issue } from "../fhir/outcome.js";
 import { outcomeOnly } from "../http/fhir-response.js";
-import { remoteAddress } from "../http/remote-address.js";
+import { fromThisMachine, remoteAddress } from "../http/remote-address.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /** The bearer tokens the admin API accepts. */
@@ -14,6 +14,12 @@ export interface AdminTokens {
   workspace?(name: string): string | undefined;
   /** Whether any workspace has a token of its own: then the sandbox-wide endpoints are never open. */
   anyWorkspaceToken?(): boolean;
+  /**
+   * With --auth oauth2: where no admin token applies, the admin API answers callers on this machine only. A
+   * sandbox that asks its message callers for tokens is one others reach; without an admin token its admin API
+   * would be anyone's (workspaces made by clients have no token of their own).
+   */
+  openOnlyLocally?: boolean;
 }
 
 /** What an admin request acts on: one workspace's state, or the whole sandbox (the workspaces, the shared scenario files). */
@@ -50,20 +56,30 @@ function throttled(waitMs: number, failures: FailureLimit): Response {
 export function adminRefusal(
   tokens: AdminTokens,
   scope: AdminScope,
-  request: { method: string; path: string; authorization: string | undefined },
+  request: { method: string; path: string; authorization: string | undefined; local: boolean },
   /** Counts wrong tokens by address (the admin API's, not health's): past its limit, 429 before any comparison. */
   throttle?: { failures: FailureLimit; address: string },
 ): Response | undefined {
   const own = scope === "sandbox" ? undefined : tokens.workspace?.(scope.workspace);
   const accepted = [tokens.global, own].filter((t): t is string => t !== undefined);
   if (accepted.length === 0) {
-    if (scope !== "sandbox" || !tokens.anyWorkspaceToken?.()) return undefined;
-    return outcomeOnly(403, [
-      issue(
-        "forbidden",
-        `${request.method} ${request.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
-      ),
-    ]);
+    if (scope === "sandbox" && tokens.anyWorkspaceToken?.()) {
+      return outcomeOnly(403, [
+        issue(
+          "forbidden",
+          `${request.method} ${request.path} acts on the whole sandbox, not one workspace: it needs the global admin token, and this sandbox was started without one while workspaces have their own. Start it with --admin-token (ADMIN_TOKEN).`,
+        ),
+      ]);
+    }
+    if (tokens.openOnlyLocally && !request.local) {
+      return outcomeOnly(403, [
+        issue(
+          "forbidden",
+          `${request.method} ${request.path}: this sandbox runs with --auth oauth2 and no admin token applies here, so its admin API answers callers on its own machine only. Start it with --admin-token-file (or ADMIN_TOKEN) to reach the admin API from elsewhere, or give the workspace an adminToken in the clients file.`,
+        ),
+      ]);
+    }
+    return undefined;
   }
   // An address that gave too many wrong tokens is refused before its token is compared: guessing gains nothing.
   const wait = throttle?.failures.retryAfterMs(throttle.address) ?? 0;
@@ -86,8 +102,11 @@ export function adminRefusal(
 }
 
 /** Whether a request (its Authorization header) may read `scope` through the admin API: what health shows it. */
-export const mayRead = (tokens: AdminTokens, scope: AdminScope, authorization: string | undefined): boolean =>
-  adminRefusal(tokens, scope, { method: "GET", path: "", authorization }) === undefined;
+export const mayRead = (
+  tokens: AdminTokens,
+  scope: AdminScope,
+  request: { authorization: string | undefined; local: boolean },
+): boolean => adminRefusal(tokens, scope, { method: "GET", path: "", ...request }) === undefined;
 
 /** Bearer-token check for the admin API (adminRefusal); `/health` stays open for container health checks. */
 export function adminAuth(
@@ -105,6 +124,7 @@ export function adminAuth(
         method: c.req.method,
         path: c.req.path,
         authorization: c.req.header("authorization"),
+        local: fromThisMachine(c),
       },
       failures ? { failures, address: remoteAddress(c) } : undefined,
     );

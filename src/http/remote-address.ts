@@ -17,6 +17,15 @@ export function remoteAddress(c: Context): string {
 }
 
 /**
+ * Whether a request came from this machine: a loopback peer (127.0.0.0/8, ::1), or in-process (`app.request`,
+ * no socket).
+ */
+export function fromThisMachine(c: Context): boolean {
+  const address = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
+  return address === undefined || address === "::1" || /^(::ffff:)?127\./.test(address);
+}
+
+/**
  * An IPv6 address as the /64 it belongs to: one host is usually given a whole /64, so counting failures by the full
  * address would give a guesser 2^64 fresh counters (RFC 4291 §2.5.1: the low 64 bits are the interface's).
  *

@@ -5,7 +5,7 @@ import { oneLineJson } from "../../src/text/one-line-json.js";
 
 /** No character that ends a line for some reader, no lone surrogate. */
 const RAW_BREAK_OR_LONE_SURROGATE =
-  /[\n\r\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+  /[\n\r\u0085\u2028\u2029]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 describe("oneLineJson", () => {
   it.each([
@@ -20,6 +20,8 @@ describe("oneLineJson", () => {
       "[12345678901234567890,1.10,1e400]",
     ],
     ["U+2028 and U+2029 in a string", '"a\u2028b\u2029c"', '"a\\u2028b\\u2029c"'],
+    // Python's str.splitlines() ends a line at NEL too.
+    ["U+0085 (NEL) in a string", '"a\u0085b"', '"a\\u0085b"'],
     ["a lone high surrogate in a string", '["a\ud800"]', '["a\\ud800"]'],
     ["a lone low surrogate in a string", '["\udc00b"]', '["\\udc00b"]'],
     ["a surrogate pair kept", '["\ud83d\ude00"]\n', '["\ud83d\ude00"]'],

@@ -278,3 +278,43 @@ describe("GET /__admin/health: a workspace's figures only to whoever may read th
     expect(hidden(reply.body)).toEqual(WORKSPACE_FIGURES);
   });
 });
+
+describe("with --auth oauth2 and no admin token, the admin API answers this machine only", () => {
+  // A caller on another machine, as @hono/node-server hands the socket to the app (c.env.incoming).
+  const from = (remoteAddress: string) => ({ incoming: { socket: { remoteAddress } } });
+  const CLIENTS_WITHOUT_ADMIN_TOKENS = `clients:
+  - { id: team-c-ehr, secret: c-secret, workspace: team-c }
+  - { id: default-ehr, secret: d-secret }
+`;
+
+  it.each([
+    ["GET", "/__admin/calls"],
+    ["POST", "/__admin/reset"],
+    ["GET", "/w/team-c/__admin/calls"],
+    ["DELETE", "/w/team-c/__admin/calls"],
+  ])(
+    "%s %s from 203.0.113.9: 403 naming --admin-token; from 127.0.0.1 and in-process: served",
+    async (method, path) => {
+      const { app } = authSandbox(CLIENTS_WITHOUT_ADMIN_TOKENS);
+      const remote = await app.request(path, { method }, from("203.0.113.9"));
+      expect(remote.status).toBe(403);
+      expect(await remote.text()).toMatch(/--admin-token-file \(or ADMIN_TOKEN\)/);
+      expect((await app.request(path, { method }, from("127.0.0.1"))).status).toBeLessThan(300);
+      expect((await app.request(path, { method }, from("::ffff:127.0.0.1"))).status).toBeLessThan(300);
+      expect((await app.request(path, { method })).status).toBeLessThan(300);
+    },
+  );
+
+  it("health from another machine shows no workspace's figures; from this one, all of them", async () => {
+    const { app } = authSandbox(CLIENTS_WITHOUT_ADMIN_TOKENS);
+    const remote = (await (await app.request("/__admin/health", {}, from("2001:db8::7"))).json()) as object;
+    expect(remote).toMatchObject({ status: "ok" });
+    expect(remote).not.toHaveProperty("calls");
+    expect(await (await app.request("/__admin/health", {}, from("::1"))).json()).toHaveProperty("calls");
+  });
+
+  it("without OAuth2 (the local default) the admin API stays open to every caller, as documented", async () => {
+    const app = createApp({ watch: false }, { logger: quietLogger }).app;
+    expect((await app.request("/__admin/calls", {}, from("203.0.113.9"))).status).toBe(200);
+  });
+});
