@@ -1,6 +1,6 @@
 import type { Bundle, MessageHeader, Resource } from "fhir/r4.js";
 import { FHIR_ID } from "../fhir/ids.js";
-import { type Issue, issue } from "../fhir/outcome.js";
+import { type Issue, issue, moreIssues } from "../fhir/outcome.js";
 import { describeJsonType, isObject } from "./json.js";
 
 /** A resource in the request Bundle, with its position for FHIRPath diagnostics. */
@@ -27,6 +27,9 @@ export interface Message {
 export type ReadMessage = { message: Message; issues: Issue[] } | { message: undefined; issues: Issue[] };
 
 const HEADER = "Bundle.entry[0].resource";
+
+/** Entries without a resource reported one by one; the rest are counted (as many as the validator walks to). */
+const MAX_ENTRY_ISSUES = 1_000;
 
 /**
  * Checks the message Bundle as CONTRACT §2 asks (a message Bundle, its
@@ -72,9 +75,13 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
   const entries: EntryRef[] = [];
   const byFullUrl = new Map<string, EntryRef>();
   const byTypeAndId = new Map<string, EntryRef>();
+  let withoutResource = 0;
   bundle.entry.forEach((entry: unknown, index: number) => {
     const path = `Bundle.entry[${index}].resource`;
     if (!isObject(entry) || !isObject(entry.resource) || typeof entry.resource.resourceType !== "string") {
+      // Past the first ones, counted only: an answer lists 100 issues, and one issue object per entry of 100,000
+      // empty entries cost more than the rest of the message's checks.
+      if (++withoutResource > MAX_ENTRY_ISSUES) return;
       issues.push(
         issue(
           "structure",
@@ -89,6 +96,7 @@ export function readMessage(bundle: Record<string, unknown>): ReadMessage {
     if (typeof entry.fullUrl === "string") byFullUrl.set(entry.fullUrl, ref);
     if (typeof ref.resource.id === "string") byTypeAndId.set(`${ref.resource.resourceType}/${ref.resource.id}`, ref);
   });
+  if (withoutResource > MAX_ENTRY_ISSUES) issues.push(moreIssues(withoutResource - MAX_ENTRY_ISSUES, "error"));
 
   const first = entries[0];
   if (first?.index !== 0 || first.resource.resourceType !== "MessageHeader") {

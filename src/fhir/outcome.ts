@@ -87,15 +87,30 @@ const counted = new WeakMap<Issue, number>();
  * The last issue of a capped list: how many more there were, as severe as the worst of them (so an outcome never
  * looks milder than it is). `too-costly` is the R4 issue type for "not done because it would cost too much".
  */
-export function moreIssues(count: number, severity: IssueSeverity): Issue {
+export function moreIssues(count: number, severity: IssueSeverity, atLeast = false): Issue {
   const more = issue(
     "too-costly",
-    `…and ${count} more issue${count === 1 ? "" : "s"} not shown: an answer lists the first ${MAX_ISSUES}. Fix these and send again to see the rest.`,
+    `…and ${atLeast ? "at least " : ""}${count} more issue${count === 1 ? "" : "s"} not shown: an answer lists the first ${MAX_ISSUES}${atLeast ? ", and validation stopped before the end of the message" : ""}. Fix these and send again to see the rest.`,
     undefined,
     severity,
   );
   counted.set(more, count);
   return more;
+}
+
+/** Issues that say a list stopped growing (validationStopped): a count past them is a lower bound. */
+const stops = new WeakSet<Issue>();
+
+/** The last issue of a validation that stopped at `limit` problems (validator.ts): the message may hold more. */
+export function validationStopped(limit: number): Issue {
+  const stop = issue(
+    "too-costly",
+    `Validation stopped after ${limit} problems: the message may hold more. Fix these and send again.`,
+    undefined,
+    "error",
+  );
+  stops.add(stop);
+  return stop;
 }
 
 /**
@@ -108,12 +123,14 @@ export function capIssues(issues: readonly Issue[]): readonly Issue[] {
   if (issues.length <= MAX_ISSUES || (issues.length === MAX_ISSUES + 1 && last && counted.has(last))) return issues;
   let severity: IssueSeverity = "information";
   let count = 0;
+  let atLeast = false;
   for (let i = MAX_ISSUES; i < issues.length; i++) {
     const left = issues[i] as Issue;
     severity = worse(severity, left.severity);
-    count += counted.get(left) ?? 1;
+    if (stops.has(left)) atLeast = true;
+    else count += counted.get(left) ?? 1;
   }
-  return [...issues.slice(0, MAX_ISSUES), moreIssues(count, severity)];
+  return [...issues.slice(0, MAX_ISSUES), moreIssues(count, severity, atLeast)];
 }
 
 /** The OperationOutcome that carries a list of issues, capped at MAX_ISSUES and a last one counting the rest. */

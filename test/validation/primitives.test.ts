@@ -33,6 +33,22 @@ describe("a message of many mistakes", () => {
     expect(issues).toHaveLength(101);
     expect(issues[0]?.diagnostics).toMatch(/^"x0" is not an element of Patient/);
     expect(issues.at(-1)).toMatchObject({ code: "too-costly", severity: "error" });
-    expect(issues.at(-1)?.diagnostics).toMatch(/^…and 4900 more issues not shown/);
+    // The walk stops at 1,000 problems (docs/validation.md): 900 more than the 100 shown, and maybe others.
+    expect(issues.at(-1)?.diagnostics).toMatch(
+      /^…and at least 900 more issues not shown: an answer lists the first 100, and validation stopped before the end of the message/,
+    );
+  });
+
+  it("of fewer than 1,000 problems, is answered with an exact count of the rest", async () => {
+    const { createApp } = await import("../../src/app.js");
+    const { messageBundle, post } = await import("../support/messages.js");
+    const unknown = Object.fromEntries(Array.from({ length: 900 }, (_, i) => [`x${i}`, 1]));
+    const reply = await post(
+      createApp().app,
+      messageBundle("view-patient-profile", [{ resourceType: "Patient", id: "p1", ...unknown } as never]),
+    );
+    const issues = reply.body.issue as Array<{ diagnostics: string }>;
+    expect(issues).toHaveLength(101);
+    expect(issues.at(-1)?.diagnostics).toMatch(/^…and 800 more issues not shown: an answer lists the first 100\. /);
   });
 });
