@@ -1,5 +1,6 @@
 import type { IncomingMessage } from "node:http";
 import type { Context } from "hono";
+import { internalRange, parseIp } from "../push/ip-address.js";
 
 /**
  * The address a request came from: the peer of its socket (@hono/node-server
@@ -17,12 +18,14 @@ export function remoteAddress(c: Context): string {
 }
 
 /**
- * Whether a request came from this machine: a loopback peer (127.0.0.0/8, ::1), or in-process (`app.request`,
- * no socket).
+ * Whether a request came from this machine: a loopback peer (127.0.0.0/8, ::1, and their IPv4-mapped forms), or
+ * in-process (`app.request`, no socket).
  */
 export function fromThisMachine(c: Context): boolean {
   const address = (c.env as { incoming?: IncomingMessage } | undefined)?.incoming?.socket?.remoteAddress;
-  return address === undefined || address === "::1" || /^(::ffff:)?127\./.test(address);
+  if (address === undefined) return true;
+  const parsed = parseIp(address);
+  return parsed !== null && (internalRange(parsed)?.kind.startsWith("loopback") ?? false);
 }
 
 /**
@@ -33,15 +36,8 @@ export function fromThisMachine(c: Context): boolean {
  *   ipv6Network("2001:db8:1:2:a:b:c:d") === "2001:db8:1:2::/64"
  */
 export function ipv6Network(address: string): string {
-  const zone = address.indexOf("%");
-  const plain = zone === -1 ? address : address.slice(0, zone);
-  const [head = "", tail] = plain.split("::");
-  const left = head === "" ? [] : head.split(":");
-  const right = tail === undefined || tail === "" ? [] : tail.split(":");
-  // An embedded IPv4 tail (::1.2.3.4) takes two groups; only the first four groups matter here.
-  const groups =
-    tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  const prefix = groups.slice(0, 4).map((g) => (Number.parseInt(g, 16) || 0).toString(16));
-  while (prefix.length < 4) prefix.push("0");
-  return `${prefix.join(":")}::/64`;
+  const parsed = parseIp(address);
+  if (parsed?.version !== 6) return address;
+  const groups = [0, 1, 2, 3].map((i) => ((parsed.value >> BigInt(112 - 16 * i)) & 0xffffn).toString(16));
+  return `${groups.join(":")}::/64`;
 }
