@@ -367,15 +367,8 @@ export function createApp(
       folder,
       basePath: options.basePath,
       maxBody: options.maxBody,
-      adminToken: options.adminToken,
-      ...(auth
-        ? {
-            workspaceAdminToken: auth.workspaceAdminToken,
-            anyWorkspaceToken: auth.anyWorkspaceAdminToken,
-            reloadClients: auth.reloadClients,
-            openOnlyLocally: true,
-          }
-        : {}),
+      tokens: adminTokens,
+      ...(auth ? { reloadClients: auth.reloadClients } : {}),
       refused,
       tokenFailures: adminFailures,
       version: VERSION,

@@ -49,15 +49,10 @@ export interface AdminDeps {
   folder: ScenarioFolder;
   basePath: string;
   maxBody: number;
-  adminToken: string | undefined;
-  /** A workspace's own admin token (clients file, --auth oauth2), accepted besides adminToken. */
-  workspaceAdminToken?(workspace: string): string | undefined;
-  /** Whether any workspace has its own admin token (the clients file may be reloaded). */
-  anyWorkspaceToken?(): boolean;
+  /** The admin tokens (--admin-token, the workspaces' own): the same the workspace choice checks. */
+  tokens: AdminTokens;
   /** Reads the clients file again (--auth oauth2): POST /__admin/clients/reload. */
   reloadClients?(): ClientsReload;
-  /** With --auth oauth2: where no admin token applies, the admin API answers callers on this machine only. */
-  openOnlyLocally?: boolean;
   /** Failed admin-token attempts per address: past the limit, 429. */
   tokenFailures?: FailureLimit;
   version: string;
@@ -229,7 +224,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   const admin = new Hono<EdgeEnv>();
   // Before the token check: the dashboard's pages and assets hold no data; what they fetch needs the token.
   const tokenRequired = (c: Context<EdgeEnv>) =>
-    deps.adminToken !== undefined || deps.workspaceAdminToken?.(c.get("workspace").id) !== undefined;
+    deps.tokens.global !== undefined || deps.tokens.workspace?.(c.get("workspace").id) !== undefined;
   const workspace = (c: Context<EdgeEnv>) => {
     const { id, prefix } = c.get("workspace");
     return prefix === "" ? undefined : id;
@@ -243,12 +238,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const wide = sandboxWide(c.req.path) || (c.req.path === "/__admin/refused" && id === DEFAULT_WORKSPACE);
     return wide ? "sandbox" : { workspace: id };
   };
-  const tokens: AdminTokens = {
-    global: deps.adminToken,
-    workspace: deps.workspaceAdminToken,
-    anyWorkspaceToken: deps.anyWorkspaceToken,
-    ...(deps.openOnlyLocally ? { openOnlyLocally: true } : {}),
-  };
+  const { tokens } = deps;
   admin.use("*", adminAuth(tokens, scopeOf, deps.tokenFailures));
 
   admin.get("/health", (c) => {
