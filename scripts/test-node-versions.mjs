@@ -52,6 +52,24 @@ function nodeOf(major) {
   }
 }
 
+/** Each failed test of a vitest JSON report as "file > name: first line of the message", so CI's tail names it. */
+function failuresOf(report) {
+  const failures = [];
+  for (const file of report.testResults ?? []) {
+    const where = file.name.startsWith(ROOT) ? file.name.slice(ROOT.length) : file.name;
+    for (const test of file.assertionResults ?? []) {
+      if (test.status !== "failed") continue;
+      const message = (test.failureMessages ?? [])[0] ?? "";
+      failures.push(`${where} > ${test.fullName}: ${message.split("\n")[0].slice(0, 300)}`);
+    }
+    // A file that failed before its tests ran (an import error, a hook) has no failed test of its own.
+    if (file.status === "failed" && !(file.assertionResults ?? []).some((t) => t.status === "failed")) {
+      failures.push(`${where}: ${(file.message ?? "failed").split("\n")[0].slice(0, 300)}`);
+    }
+  }
+  return failures;
+}
+
 const results = [];
 for (const major of MAJORS) {
   const bin = nodeOf(major);
@@ -69,7 +87,13 @@ for (const major of MAJORS) {
     : { ok: false, seconds: 0 };
   const counts = existsSync(report) ? JSON.parse(readFileSync(report, "utf8")) : {};
   rmSync(join(report, ".."), { recursive: true, force: true });
-  results.push({ version, build, suite, tests: { passed: counts.numPassedTests ?? 0, failed: counts.numFailedTests ?? 0 } });
+  results.push({
+    version,
+    build,
+    suite,
+    tests: { passed: counts.numPassedTests ?? 0, failed: counts.numFailedTests ?? 0 },
+    failures: failuresOf(counts),
+  });
 }
 
 console.log("\n| node | build | test suite (wall) | tests passed / failed |\n|---|---|---|---|");
@@ -78,6 +102,9 @@ for (const { version, build, suite, tests } of results) {
   console.log(
     `| ${version} | ${cell(build)} | ${suite.seconds > 0 ? cell(suite) : "not run"} | ${tests.passed} / ${tests.failed} |`,
   );
+}
+for (const { version, failures } of results) {
+  for (const failure of failures) console.log(`failed on ${version}: ${failure}`);
 }
 // The plain closing line CI reads: the tests of every run together (a build that failed counts as one failure).
 const passed = results.reduce((sum, r) => sum + r.tests.passed, 0);

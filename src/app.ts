@@ -10,6 +10,7 @@ import { DEFAULT_FAILURE_LIMIT, FailureLimit } from "./auth/failure-limit.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
+import { defaultDeps, type SandboxDeps } from "./deps.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import type { HandlerTable } from "./handlers/handler.js";
@@ -17,8 +18,9 @@ import { answerHeaders } from "./http/answer-headers.js";
 import { adminWriteGuard, hostGuard } from "./http/browser-guard.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
 import { cors } from "./http/cors.js";
+import type { EdgeEnv } from "./http/edge-env.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
-import { type EdgeEnv, outcomeResponse } from "./http/fhir-response.js";
+import { outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { recordCalls } from "./http/record-calls.js";
 import { fromThisMachine, remoteAddress } from "./http/remote-address.js";
@@ -48,38 +50,8 @@ import { VERSION } from "./version.js";
 import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
 import { Workspaces } from "./workspace/workspaces.js";
 
+export { defaultDeps, type SandboxDeps } from "./deps.js";
 export type { Logger } from "./log/logger.js";
-
-/** Everything from outside the sandbox: time, ids, randomness, outbound HTTP, logging. Replace any of them in tests. */
-export interface SandboxDeps {
-  now(): Date;
-  monotonic(): number;
-  newId(): string;
-  /** Uniform in [0, 1): delay ranges, retry jitter. */
-  random(): number;
-  /**
-   * Outbound HTTP: pushes to pharmacies, --proxy, a client's jwksUrl. The default is fetch, except that a push
-   * under --auth oauth2 goes to the address its check gave (see outboundFetch); a replacement that ignores
-   * `connectTo` still gets the check of literal addresses, not of resolved names.
-   */
-  fetch: typeof fetch;
-  logger: Logger;
-  /** Handlers that replace built-in ones, by operation id. */
-  handlers: HandlerTable;
-  /** fs.watch, for the scenarios folder (`--watch`). */
-  fsWatch: typeof watch;
-}
-
-export const defaultDeps = (): SandboxDeps => ({
-  now: () => new Date(),
-  monotonic: () => performance.now(),
-  newId: () => randomUUID(),
-  random: Math.random,
-  fetch: outboundFetch,
-  logger: consoleLogger,
-  handlers: {},
-  fsWatch: watch,
-});
 
 export interface SandboxApp {
   /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */

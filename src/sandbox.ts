@@ -1,8 +1,9 @@
 import type { Hono } from "hono";
-import { createApp, type SandboxApp, type SandboxDeps } from "./app.js";
+import { createApp, type SandboxApp } from "./app.js";
 import type { SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
+import type { SandboxDeps } from "./deps.js";
 import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";

@@ -1,6 +1,7 @@
 import type { Hono } from "hono";
 import { issue } from "../fhir/outcome.js";
-import { type EdgeEnv, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
+import type { EdgeEnv } from "../http/edge-env.js";
+import { jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import type { Workspace } from "../workspace/workspace.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 

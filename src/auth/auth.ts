@@ -1,6 +1,7 @@
 import type { watch } from "node:fs";
 import type { Context, Hono } from "hono";
-import { type EdgeEnv, jsonResponse } from "../http/fhir-response.js";
+import type { EdgeEnv } from "../http/edge-env.js";
+import { jsonResponse } from "../http/fhir-response.js";
 import { remoteAddress } from "../http/remote-address.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
 import { watchPath } from "../scenarios/watch-path.js";

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
-import { callState } from "../http/call-state.js";
-import type { EdgeEnv } from "../http/fhir-response.js";
+import { callState } from "../http/call-context.js";
+import type { EdgeEnv } from "../http/edge-env.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { REDACTED, secretParam } from "../journal/redact.js";
 import { jsonText } from "../text/json-text.js";

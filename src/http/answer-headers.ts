@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { EdgeEnv } from "./fhir-response.js";
+import type { EdgeEnv } from "./edge-env.js";
 
 /**
  * Headers on every answer but the dashboard's pages (CONTRACT §15): a browser never sniffs an answer into HTML, and

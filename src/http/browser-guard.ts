@@ -1,7 +1,8 @@
 import { isIP } from "node:net";
 import type { MiddlewareHandler } from "hono";
 import { issue } from "../fhir/outcome.js";
-import { type EdgeEnv, outcomeOnly } from "./fhir-response.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { outcomeOnly } from "./fhir-response.js";
 import { requestHeader } from "./request-headers.js";
 
 // Who may drive the admin API (CONTRACT §15, docs/security.md "Browsers"): real clients (curl, test code, CI

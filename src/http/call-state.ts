@@ -1,7 +1,5 @@
-import type { Context } from "hono";
 import type { RuleTrace } from "../scenarios/scenarios.js";
-import type { EdgeEnv } from "./fhir-response.js";
-import { type RequestHeaders, requestHeaders } from "./request-headers.js";
+import type { RequestHeaders } from "./raw-headers.js";
 
 /**
  * What the edge learns about one inbound call while answering it, for the
@@ -60,15 +58,4 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     url: undefined,
     headers,
   };
-}
-
-/** The recorded call's state, or a detached one where nothing records (its values then go nowhere). */
-export function callState(c: Context<EdgeEnv>): CallState {
-  return c.get("call") ?? newCallState("", new Date(0), requestHeaders(c));
-}
-
-/** The request URL, parsed once per call. */
-export function requestUrl(c: Context<EdgeEnv>, call: CallState): URL {
-  call.url ??= new URL(c.req.url);
-  return call.url;
 }

@@ -7,7 +7,8 @@ import { issue } from "../fhir/outcome.js";
 import { PUSH_MESSAGES } from "../orders/push-messages.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
-import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { fhirResponse, outcomeResponse } from "./fhir-response.js";
 
 export interface CapabilityRouteOptions {
   basePath: string;

@@ -1,5 +1,5 @@
 import type { MiddlewareHandler } from "hono";
-import type { EdgeEnv } from "./fhir-response.js";
+import type { EdgeEnv } from "./edge-env.js";
 
 export interface CorsOptions {
   /** Allowed origins, exactly as browsers send them (`http://localhost:3000`); "*" allows any. */

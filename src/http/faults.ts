@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Context } from "hono";
 import type { Fault } from "../scenarios/schema.js";
-import { callState } from "./call-state.js";
-import { type EdgeEnv, FHIR_JSON } from "./fhir-response.js";
+import { callState } from "./call-context.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { FHIR_JSON } from "./fhir-response.js";
 
 /** Longest a `timeout` fault holds a connection the client never gives up on. */
 export const TIMEOUT_FAULT_CAP_MS = 5 * 60_000;

@@ -1,40 +1,12 @@
 import type { Context } from "hono";
-import type { Access } from "../auth/bearer.js";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { HEADER_NAME } from "../journal/redact.js";
 import { jsonText } from "../text/json-text.js";
-import type { Workspace } from "../workspace/workspace.js";
 import { ANSWER_HEADERS } from "./answer-headers.js";
-import type { CallState } from "./call-state.js";
-import { httpTrim } from "./request-headers.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { httpTrim } from "./raw-headers.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
-
-/** Per-request values the edge shares with the call recorder. */
-export interface EdgeVariables {
-  /** The workspace the request acts in (CONTRACT §13). */
-  workspace: Workspace;
-  /** The `/w/{workspace}` prefix the URL came with, or "": URLs in the answer keep it. */
-  workspacePrefix: string;
-  /** With --auth oauth2, on a message path: who the token speaks for, or why it is refused. */
-  access: Access | undefined;
-  /**
-   * The caller proved no client (CONTRACT §15): under --auth oauth2, it sent no valid access token (or, at the
-   * token endpoint, no valid client authentication). Its call goes to the refused log, never a workspace's journal.
-   */
-  anonymous: boolean;
-  /** The workspace the request named (its prefix or header; default when none), null when it was no valid name. */
-  namedWorkspace: string | null;
-  /** The call being recorded, filled in as it goes; absent where nothing records (the admin API). */
-  call: CallState | undefined;
-}
-
-/** The Node adapter's bindings, when a real socket serves the request (absent in-process). */
-export interface EdgeBindings {
-  incoming?: { socket?: import("node:net").Socket; rawHeaders?: string[] };
-}
-
-export type EdgeEnv = { Variables: EdgeVariables; Bindings: EdgeBindings };
 
 /**
  * Sends a FHIR body (CONTRACT §4: every FHIR body is application/fhir+json)

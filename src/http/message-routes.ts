@@ -2,9 +2,10 @@ import type { Hono } from "hono";
 import { issue } from "../fhir/outcome.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
-import { callState, requestUrl } from "./call-state.js";
+import { callState, requestUrl } from "./call-context.js";
+import type { EdgeEnv } from "./edge-env.js";
 import { delay, stageFault } from "./faults.js";
-import { type EdgeEnv, fhirResponse, outcomeResponse } from "./fhir-response.js";
+import { fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
 import { incompleteBody, readBody } from "./read-body.js";
 

@@ -1,7 +1,8 @@
 import type { Context } from "hono";
 import { issue } from "../fhir/outcome.js";
-import { callState } from "./call-state.js";
-import { type EdgeEnv, outcomeResponse } from "./fhir-response.js";
+import { callState } from "./call-context.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { outcomeResponse } from "./fhir-response.js";
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus ones fetch sets itself. */
 const HOP_BY_HOP = new Set([

@@ -3,8 +3,9 @@ import type { SandboxEvents } from "../events.js";
 import type { CallDraft } from "../journal/call-record.js";
 import { headerRecord } from "../journal/redact.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { newCallState, requestUrl } from "./call-state.js";
-import type { EdgeEnv } from "./fhir-response.js";
+import { requestUrl } from "./call-context.js";
+import { newCallState } from "./call-state.js";
+import type { EdgeEnv } from "./edge-env.js";
 import { requestHeaders } from "./request-headers.js";
 
 export interface RecorderDeps {

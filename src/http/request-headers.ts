@@ -1,65 +1,6 @@
 import type { Context } from "hono";
-import type { EdgeEnv } from "./fhir-response.js";
-
-/**
- * A request's headers as the sandbox reads them: a web `Headers` (in-process), or the lighter view of a Node
- * request's raw header list. Both answer `get` and iterate alike: names lower-cased in name order, a repeated
- * header one value joined with ", " ("; " for Cookie), each Set-Cookie on its own.
- */
-export interface RequestHeaders extends Iterable<[string, string]> {
-  get(name: string): string | null;
-}
-
-/** HTTP whitespace around a value, which `Headers` drops. */
-const OUTER_WHITESPACE = /^[\t\n\r ]+|[\t\n\r ]+$/g;
-
-/** A header value without the HTTP whitespace around it, as `Headers` keeps it. */
-export function httpTrim(value: string): string {
-  const first = value.charCodeAt(0);
-  const last = value.charCodeAt(value.length - 1);
-  const outer = (code: number) => code === 32 || code === 9 || code === 10 || code === 13;
-  return value.length > 0 && (outer(first) || outer(last)) ? value.replace(OUTER_WHITESPACE, "") : value;
-}
-
-/**
- * The headers of a request served by the Node adapter, read from the socket's raw list (`rawHeaders`): reading the
- * request's `Headers` would make the adapter build a full web `Headers` for every call. Merged on first use.
- */
-class RawHeaders implements RequestHeaders {
-  #merged: Map<string, string> | undefined;
-  #cookies: string[] = [];
-
-  constructor(private readonly raw: readonly string[]) {}
-
-  #map(): Map<string, string> {
-    if (this.#merged) return this.#merged;
-    const merged = new Map<string, string>();
-    for (let i = 0; i + 1 < this.raw.length; i += 2) {
-      const name = this.raw[i] as string;
-      // HTTP/2 pseudo-headers (:method, :path, …) are not headers.
-      if (name.startsWith(":")) continue;
-      const key = name.toLowerCase();
-      const value = httpTrim(this.raw[i + 1] as string);
-      if (key === "set-cookie") this.#cookies.push(value);
-      const before = merged.get(key);
-      merged.set(key, before === undefined ? value : `${before}${key === "cookie" ? "; " : ", "}${value}`);
-    }
-    this.#merged = merged;
-    return merged;
-  }
-
-  get(name: string): string | null {
-    return this.#map().get(name.toLowerCase()) ?? null;
-  }
-
-  *[Symbol.iterator](): Iterator<[string, string]> {
-    const merged = this.#map();
-    for (const key of [...merged.keys()].sort()) {
-      if (key === "set-cookie") for (const cookie of this.#cookies) yield [key, cookie];
-      else yield [key, merged.get(key) as string];
-    }
-  }
-}
+import type { EdgeEnv } from "./edge-env.js";
+import { RawHeaders, type RequestHeaders, rawHeader } from "./raw-headers.js";
 
 /** The Node request's raw header list, when a real socket serves the request. */
 function rawHeadersOf(c: Context<EdgeEnv>): readonly string[] | undefined {
@@ -79,14 +20,5 @@ export function requestHeaders(c: Context<EdgeEnv>): RequestHeaders {
  */
 export function requestHeader(c: Context<EdgeEnv>, name: string): string | undefined {
   const raw = rawHeadersOf(c);
-  if (!raw) return c.req.header(name);
-  const lower = name.toLowerCase();
-  let found: string | undefined;
-  for (let i = 0; i + 1 < raw.length; i += 2) {
-    const key = raw[i] as string;
-    if (key.length !== lower.length || key.toLowerCase() !== lower) continue;
-    const value = httpTrim(raw[i + 1] as string);
-    found = found === undefined ? value : `${found}${lower === "cookie" ? "; " : ", "}${value}`;
-  }
-  return found;
+  return raw ? rawHeader(raw, name) : c.req.header(name);
 }

@@ -4,7 +4,8 @@ import type { Access } from "../auth/bearer.js";
 import { issue } from "../fhir/outcome.js";
 import { DEFAULT_WORKSPACE, isWorkspaceName } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
-import { type EdgeEnv, outcomeResponse } from "./fhir-response.js";
+import type { EdgeEnv } from "./edge-env.js";
+import { outcomeResponse } from "./fhir-response.js";
 import { requestHeader } from "./request-headers.js";
 
 /** The header that names a workspace when the path does not (CONTRACT §13). */

@@ -1,4 +1,4 @@
-import type { Logger } from "../app.js";
+import type { Logger } from "../log/logger.js";
 import { durationMs } from "../scenarios/duration.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { PushSpec } from "../scenarios/schema.js";

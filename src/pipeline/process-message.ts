@@ -7,7 +7,7 @@ import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
-import type { RequestHeaders } from "../http/request-headers.js";
+import type { RequestHeaders } from "../http/raw-headers.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";

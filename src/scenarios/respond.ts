@@ -3,7 +3,7 @@ import type { Message } from "../envelope/message.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, type IssueCode, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
-import type { RequestHeaders } from "../http/request-headers.js";
+import type { RequestHeaders } from "../http/raw-headers.js";
 import type { Scripted } from "./scenarios.js";
 import type { Fault, OutcomeSpec } from "./schema.js";
 import type { TemplateContext } from "./template.js";

@@ -1,7 +1,7 @@
-import type { SandboxDeps } from "../app.js";
 import type { SandboxOptions } from "../config/options.js";
 import { LIMIT_FLAGS, type StateLimit, type StateLimits } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
+import type { SandboxDeps } from "../deps.js";
 import { SandboxEvents } from "../events.js";
 import { builtInHandlers } from "../handlers/built-in.js";
 import { drugOrderHandlers } from "../handlers/drug-orders.js";
