@@ -75,10 +75,10 @@ describe("the GitHub workflows", () => {
     expect(unknown).toEqual([]);
   });
 
-  it("ci.yml runs the README's test command on Node 20.19 (the oldest supported), 22 and 24", () => {
+  it("ci.yml runs the README's test command on Node 22.13 (the oldest supported) and 24", () => {
     const ci = workflow("ci.yml");
     expect(ci.on).toMatchObject({ pull_request: null, push: { branches: ["main"] } });
-    expect(ci.jobs.test.strategy.matrix.node).toEqual(["20.19.0", "22", "24"]);
+    expect(ci.jobs.test.strategy.matrix.node).toEqual(["22.13.0", "24"]);
     const setup = ci.jobs.test.steps.find((s: Doc) => String(s.uses).startsWith("actions/setup-node@"));
     // biome-ignore lint/suspicious/noTemplateCurlyInString: a GitHub Actions expression
     expect(setup.with["node-version"]).toBe("${{ matrix.node }}");
