@@ -16,6 +16,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg, totalmem } from "node:os";
+import { allocation } from "./allocation.mjs";
 import { coldStart } from "./cold-start.mjs";
 import { fanOut } from "./fan-out.mjs";
 import { memory } from "./memory.mjs";
@@ -32,6 +33,7 @@ import { workspaces } from "./workspaces.mjs";
 const SECTIONS = [
   [validation, {}],
   [throughput, {}],
+  [allocation, {}],
   [memory, {}],
   [coldStart, {}],
   [fanOut, {}],
