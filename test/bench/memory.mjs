@@ -114,6 +114,7 @@ export const memory = {
 
       // The journal, full (10,000 calls by default).
       const journalCalls = end.health.journal.calls;
+      const journalFull = journalCalls >= end.health.journal.maxCalls;
       const firstPages = { asc: [], desc: [], legacy: [] };
       for (let i = 0; i < 20; i++) {
         firstPages.asc.push((await get(`${base}/__admin/calls?limit=100&cursor=0`, settings.timeoutMs)).ms);
@@ -221,8 +222,9 @@ export const memory = {
           {
             what: `GET /__admin/calls, the whole journal (${int(journalCalls)} calls, ${fmt(fullJson.bytes / MB, 0)} MiB) as one JSON answer: server CPU`,
             value: `${fmt(fullJson.cpuS, 2)} s (${fmt(fullJson.ms, 0)} ms to the last byte)`,
-            target: `≤ ${TARGETS.wholeJsonCpuS} s`,
-            met: fullJson.cpuS <= TARGETS.wholeJsonCpuS,
+            // The target is for a full default journal; a shorter run (BENCH_MEMORY_CALLS) is not judged.
+            target: journalFull ? `≤ ${TARGETS.wholeJsonCpuS} s` : `≤ ${TARGETS.wholeJsonCpuS} s on a full journal`,
+            met: journalFull ? fullJson.cpuS <= TARGETS.wholeJsonCpuS : undefined,
           },
           { what: "memory per journaled call", value: `${int(perCall)} bytes/call (bodies ${int(bodyPerCall)})` },
           {
