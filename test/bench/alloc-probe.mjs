@@ -8,13 +8,14 @@
 // right after every collection. Between two collections the used heap only
 // grows by what is allocated, so the total is the sum of those growths:
 //   (before GC 1 − used at start) + (before GC 2 − after GC 1) + … + (used at stop − after the last GC).
-// Checked on a toy server (bare-server.mjs with BENCH_EXTRA_ARRAYS=8, each
-// request allocating 8 arrays of 1,022 slots, 8 × 8,224 bytes): it measured
-// 64–66 KiB per request more than the same server without them, on Node 20
-// and 24; the allocation section repeats that check every run. Objects of
-// tens of KiB each are overstated (the new space's page ends they leave
-// unused count as used: one 64 KiB array counts as about 85 KiB); a server's
-// many small objects are not.
+// Checked on a toy server (bare-server.mjs with BENCH_EXTRA_ARRAYS=8: per
+// request 8 arrays of 1,022 slots and the array holding them, 65,904 bytes =
+// 64.4 KiB more than bare node:http): measured 65.3 KiB more on Node 24 and
+// 65.2 KiB on Node 20 (3 rounds of 1,500–3,000 requests); in-process, 100,000
+// `new Array(1022)` counted 8,279 bytes each for 8,224. The allocation section
+// repeats the toy check every run. Objects of tens of KiB each are overstated
+// (the new space's page ends they leave unused count as used: a 64 KiB array
+// counts as about 85 KiB); a server's many small objects are not.
 import { GCProfiler, getHeapStatistics } from "node:v8";
 
 let window;
