@@ -86,7 +86,7 @@ function addAllergy(message) {
 }
 
 /** The route: event code → the work. */
-const ROUTES = { "add-allergy": addAllergy };
+const ROUTES = new Map([["add-allergy", addAllergy]]);
 
 /** The duplicate memory, the journal and the request log (`full` only), wired as a workspace wires them. */
 function keeping() {
@@ -119,7 +119,7 @@ function processMessage(text, host, call) {
   const checked = validateMessage(envelope.bundle, policy);
   if (checked.errors.length > 0) return { status: 400, body: JSON.stringify(checked.errors) };
   const { message } = readMessage(envelope.bundle);
-  const route = message ? ROUTES[message.event] : undefined;
+  const route = message ? ROUTES.get(message.event) : undefined;
   const messageId = message?.header.id;
   if (!route || typeof messageId !== "string") return { status: 400, body: '"not an add-allergy message"' };
   let identity;
