@@ -8,11 +8,13 @@ import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { listeningUrl, stopChild } from "./cold-start.mjs";
+import { post } from "./load.mjs";
 
 export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const LOAD_CLIENT = fileURLToPath(new URL("./load-client.mjs", import.meta.url));
 export const CLI = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 const BARE = fileURLToPath(new URL("./bare-server.mjs", import.meta.url));
+const REFERENCE = fileURLToPath(new URL("./reference-server.mjs", import.meta.url));
 
 /** Cores: the server's and the load generator's. */
 export const SERVER_CORE = 0;
@@ -36,7 +38,8 @@ function onCore(core, nodeArgs) {
 /**
  * Starts a server process on the server core and waits for its "listening on
  * URL" line. `kind`: "sandbox" (the CLI with `args`), "hono" or "node" (bare-server.mjs
- * answering `cannedFile`). `nodeOptions` go before the script (e.g. --cpu-prof); `ipc` opens an IPC channel.
+ * answering `cannedFile`), "reference" (reference-server.mjs, `variant` core or full). `nodeOptions` go before the
+ * script (e.g. --cpu-prof); `ipc` opens an IPC channel.
  *
  * @returns {Promise<{ url: string, pid: number, child: import("node:child_process").ChildProcess, stop(): Promise<void> }>}
  */
@@ -46,12 +49,17 @@ export async function startPinned({
   nodeOptions = [],
   path,
   cannedFile,
+  variant,
   env,
   ipc = false,
   timeoutMs = 30_000,
 }) {
   const script =
-    kind === "sandbox" ? [CLI, "serve", "--port", "0", "--host", "127.0.0.1", ...args] : [BARE, kind, path, cannedFile];
+    kind === "sandbox"
+      ? [CLI, "serve", "--port", "0", "--host", "127.0.0.1", ...args]
+      : kind === "reference"
+        ? [REFERENCE, variant]
+        : [BARE, kind, path, cannedFile];
   const [command, argv] = onCore(SERVER_CORE, [...nodeOptions, ...script]);
   // With ipc, the channel's descriptor passes through taskset's exec to node (memory-probe.mjs answers on it).
   const stdio = ["ignore", "pipe", "pipe", ...(ipc ? ["ipc"] : [])];
@@ -62,6 +70,19 @@ export async function startPinned({
   });
   child.stderr.resume();
   return { url, pid: child.pid, child, stop: () => stopChild(child, 10_000) };
+}
+
+/**
+ * The answer of a fresh server (startPinned's `spec`) to one POST of `body` to `path`: status and body text, for
+ * checking that the servers of a comparison answer alike before they are measured.
+ */
+export async function answerOf(spec, path, body, timeoutMs) {
+  const server = await startPinned(spec);
+  try {
+    return await post(undefined, `${server.url}${path}`, body, timeoutMs);
+  } finally {
+    await server.stop();
+  }
 }
 
 /**

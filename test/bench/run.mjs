@@ -6,7 +6,7 @@
 //   node test/bench/run.mjs throughput memory     only the sections named
 //
 // Settings (environment): BENCH_REQUESTS (10000) and BENCH_WARMUP (2000) per
-// throughput run, BENCH_TIMEOUT_MS per request (10000), BENCH_MEMORY_CALLS
+// throughput and allocation run, BENCH_TIMEOUT_MS per request (10000), BENCH_MEMORY_CALLS
 // (100000); scenario-matching has its own BENCH_CONNECTIONS (10),
 // BENCH_MATCHING_REQUESTS (3000) and BENCH_ROUNDS (4); request-log runs 3000 requests.
 //
@@ -16,6 +16,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { availableParallelism, loadavg, totalmem } from "node:os";
+import { allocation } from "./allocation.mjs";
 import { coldStart } from "./cold-start.mjs";
 import { fanOut } from "./fan-out.mjs";
 import { memory } from "./memory.mjs";
@@ -32,6 +33,7 @@ import { workspaces } from "./workspaces.mjs";
 const SECTIONS = [
   [validation, {}],
   [throughput, {}],
+  [allocation, {}],
   [memory, {}],
   [coldStart, {}],
   [fanOut, {}],
