@@ -200,7 +200,11 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
       const header = (name: string) => rawHeader(raw, name);
       // A Host --allowed-hosts refuses: Hono answers the 421 (before anything is recorded).
       if (parts.hostCheck(found.routed, header, () => `${origin}${url}`) !== undefined) return false;
-      void serve(incoming, outgoing, { url, ...found, origin }, header);
+      // serve() answers its own errors; one past that (a bug) is logged, never an unhandled rejection.
+      serve(incoming, outgoing, { url, ...found, origin }, header).catch((error: unknown) => {
+        parts.unexpected("POST", found.routed, error);
+        if (!outgoing.headersSent) outgoing.destroy();
+      });
       return true;
     },
   };
