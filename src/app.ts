@@ -15,16 +15,17 @@ import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
 import type { HandlerTable } from "./handlers/handler.js";
 import { answerHeaders } from "./http/answer-headers.js";
-import { adminWriteGuard, hostGuard } from "./http/browser-guard.js";
+import { adminWriteGuard, hostCheck, hostGuard } from "./http/browser-guard.js";
 import { mountCapabilityRoutes } from "./http/capability-routes.js";
-import { cors } from "./http/cors.js";
+import { cors, corsPolicy } from "./http/cors.js";
 import type { EdgeEnv } from "./http/edge-env.js";
 import { SimulatedNetworkFault } from "./http/faults.js";
 import { outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
-import { recordCalls } from "./http/record-calls.js";
+import { type NodeMessages, nodeMessages } from "./http/node-message.js";
+import { type RecorderDeps, recordCalls } from "./http/record-calls.js";
 import { fromThisMachine, remoteAddress } from "./http/remote-address.js";
-import { chooseWorkspace, routedPath } from "./http/workspace-choice.js";
+import { chooseWorkspace, routedPath, type WorkspaceChoiceDeps } from "./http/workspace-choice.js";
 import { CallIds } from "./journal/call-ids.js";
 import type { Journal } from "./journal/journal.js";
 import { JournalFile } from "./journal/journal-file.js";
@@ -56,6 +57,11 @@ export type { Logger } from "./log/logger.js";
 export interface SandboxApp {
   /** The fetch-style app: `app.request(...)` in tests, `app.fetch` for servers. */
   app: Hono;
+  /**
+   * The message paths on plain node:http, the same edge as the app's called without Hono (startServer takes messages
+   * there, the rest to `app`); undefined with --proxy, whose forwarding only the app does.
+   */
+  node: NodeMessages | undefined;
   /** Every workspace's recorded calls and order changes (each call names its workspace), and scenario loads. */
   sandboxEvents: SandboxEvents;
   catalogue: Catalogue;
@@ -269,17 +275,20 @@ export function createApp(
   const sweeper = setInterval(() => workspaces?.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
-  const messagePaths = new Set(catalogue.paths.map((path) => `${options.basePath}${path}`));
+  const messagePaths = new Map(catalogue.paths.map((path) => [`${options.basePath}${path}`, path]));
   const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>({ getPath: routedPath });
   // Outermost: every answer, whoever makes it, leaves with nosniff and a CSP (CONTRACT §15).
   app.use("*", answerHeaders());
-  app.use("*", hostGuard({ allowedHosts: options.allowedHosts, publicUrl: options.publicUrl }));
+  const hosts = { allowedHosts: options.allowedHosts, publicUrl: options.publicUrl };
+  app.use("*", hostGuard(hosts));
   // Before every route, the admin API's included, so that a preflight never meets a route or a token check.
-  if (options.cors.length > 0) app.use("*", cors({ origins: options.cors, admin: options.corsAdmin }));
+  const corsOptions = { origins: options.cors, admin: options.corsAdmin };
+  if (options.cors.length > 0) app.use("*", cors(corsOptions));
   // Before the workspace choice, so that the calls it refuses are recorded too (in the refused log). Admin calls
   // are not recorded, nor the landing page: it is not a call to the exchange.
-  const record = recordCalls({ now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next(), events });
+  const recorder: RecorderDeps = { now: deps.now, monotonic: deps.monotonic, reserveId: () => callIds.next(), events };
+  const record = recordCalls(recorder);
   app.use("*", async (c, next) => {
     const { path, method } = c.req;
     const landing = path === "/" && (method === "GET" || method === "HEAD");
@@ -296,28 +305,26 @@ export function createApp(
     "/__admin/*",
     adminWriteGuard({ corsAdmin: options.corsAdmin ? options.cors : [], publicUrl: options.publicUrl }),
   );
-  app.use(
-    "*",
-    chooseWorkspace({
-      workspaces,
-      ...(auth ? { authenticate: auth.authenticate } : {}),
-      isMessagePath: (path) => messagePaths.has(path),
-      isAuthPath,
-      adminRefusal: (c, workspace) =>
-        adminRefusal(
-          adminTokens,
-          { workspace },
-          {
-            method: c.req.method,
-            path: c.req.path,
-            authorization: c.req.header("authorization"),
-            local: fromThisMachine(c),
-          },
-          // A right token is told from a wrong one here too (404 against 401): counted as on the admin API.
-          { failures: adminFailures, address: remoteAddress(c) },
-        ),
-    }),
-  );
+  const workspaceChoice: WorkspaceChoiceDeps = {
+    workspaces,
+    ...(auth ? { authenticate: auth.authenticate } : {}),
+    isMessagePath: (path) => messagePaths.has(path),
+    isAuthPath,
+    adminRefusal: (c, workspace) =>
+      adminRefusal(
+        adminTokens,
+        { workspace },
+        {
+          method: c.req.method,
+          path: c.req.path,
+          authorization: c.req.header("authorization"),
+          local: fromThisMachine(c),
+        },
+        // A right token is told from a wrong one here too (404 against 401): counted as on the admin API.
+        { failures: adminFailures, address: remoteAddress(c) },
+      ),
+  };
+  app.use("*", chooseWorkspace(workspaceChoice));
   app.use("/__admin/*", async (c, next) => {
     if (events.listenerCount("admin:answered") === 0) return next();
     const began = deps.monotonic();
@@ -378,22 +385,41 @@ export function createApp(
       ),
     ]),
   );
-  app.onError((error, c) => {
-    // In-process, a scripted network fault rejects app.request as fetch would.
-    if (error instanceof SimulatedNetworkFault) throw error;
-    logger.error(`unhandled error on ${c.req.method} ${c.req.path}`, error);
-    return outcomeResponse(c, 500, [
+  /** An error no one expected: logged, and answered 500 with these issues. */
+  const sandboxBug = (method: string, path: string, error: unknown) => {
+    logger.error(`unhandled error on ${method} ${path}`, error);
+    return [
       issue(
         "exception",
         "The sandbox failed to process this request; this is a sandbox bug, please report it.",
         undefined,
         "fatal",
       ),
-    ]);
+    ];
+  };
+  app.onError((error, c) => {
+    // In-process, a scripted network fault rejects app.request as fetch would.
+    if (error instanceof SimulatedNetworkFault) throw error;
+    return outcomeResponse(c, 500, sandboxBug(c.req.method, c.req.path, error));
   });
+  // The same edge for messages on node:http. --proxy forwards with web Requests: Hono keeps its messages.
+  const node = options.proxy
+    ? undefined
+    : nodeMessages({
+        basePath: options.basePath,
+        paths: messagePaths,
+        maxBody: options.maxBody,
+        responseEnvelope: options.responseEnvelope,
+        hostCheck: hostCheck(hosts),
+        cors: options.cors.length > 0 ? corsPolicy(corsOptions) : undefined,
+        recorder,
+        workspaceChoice,
+        unexpected: sandboxBug,
+      });
 
   return {
     app: app as unknown as Hono,
+    node,
     sandboxEvents: events,
     catalogue,
     options,

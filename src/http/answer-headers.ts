@@ -28,11 +28,7 @@ export function answerHeaders(): MiddlewareHandler<EdgeEnv> {
     await next();
     if (c.get("call")?.answered?.response === c.res) return;
     const dashboard = isDashboard(c.req.path);
-    const put = (headers: Headers) => {
-      for (const [name, value] of Object.entries(ANSWER_HEADERS)) {
-        if (!dashboard || !headers.has(name)) headers.set(name, value);
-      }
-    };
+    const put = (headers: Headers) => putAnswerHeaders(headers, dashboard);
     try {
       put(c.res.headers);
     } catch {
@@ -43,4 +39,11 @@ export function answerHeaders(): MiddlewareHandler<EdgeEnv> {
       c.res = res;
     }
   };
+}
+
+/** ANSWER_HEADERS put on an answer's headers; the dashboard's keep their own where they have them. */
+export function putAnswerHeaders(headers: Headers, dashboard = false): void {
+  for (const [name, value] of Object.entries(ANSWER_HEADERS)) {
+    if (!dashboard || !headers.has(name)) headers.set(name, value);
+  }
 }

@@ -60,24 +60,42 @@ export interface HostGuardOptions {
  * served under any name.
  */
 export function hostGuard(options: HostGuardOptions): MiddlewareHandler<EdgeEnv> {
+  const check = hostCheck(options);
+  return async (c, next) => {
+    const problem = check(
+      c.req.path,
+      (name) => requestHeader(c, name),
+      () => c.req.url,
+    );
+    return problem === undefined ? next() : misdirected(problem);
+  };
+}
+
+export type HostCheck = (
+  path: string,
+  header: (name: string) => string | undefined,
+  url: () => string,
+) => string | undefined;
+
+/**
+ * hostGuard's decision without a framework (the Node message path asks it too): undefined when the request is
+ * served, else why it is refused (421). `path`: the routed path; `url`: the request URL, read only when it has no
+ * Host header.
+ */
+export function hostCheck(options: HostGuardOptions): HostCheck {
   const publicHost = options.publicUrl ? hostName(new URL(options.publicUrl).host) : undefined;
   const allowed = options.allowedHosts ? new Set(options.allowedHosts.map(hostName)) : undefined;
   if (allowed && publicHost) allowed.add(publicHost);
-  return async (c, next) => {
+  return (path, header, url) => {
     // Message paths without --allowed-hosts: nothing to read (the hot path builds no web Headers).
-    if (!allowed && !isAdmin(c.req.path)) return next();
-    const header = (name: string) => requestHeader(c, name);
-    const host = hostName(header("host") ?? new URL(c.req.url).host);
+    if (!allowed && !isAdmin(path)) return undefined;
+    const host = hostName(header("host") ?? new URL(url()).host);
     if (allowed) {
-      if (allowed.has(host) || loopback(host)) return next();
-      return misdirected(
-        `This sandbox serves only the hosts ${[...allowed].join(", ")} (--allowed-hosts${publicHost ? ", --public-url" : ""}); the request's Host is ${host}. Use one of those names, or add this one to --allowed-hosts (ALLOWED_HOSTS).`,
-      );
+      if (allowed.has(host) || loopback(host)) return undefined;
+      return `This sandbox serves only the hosts ${[...allowed].join(", ")} (--allowed-hosts${publicHost ? ", --public-url" : ""}); the request's Host is ${host}. Use one of those names, or add this one to --allowed-hosts (ALLOWED_HOSTS).`;
     }
-    if (host === publicHost || rebindProof(host) || !fromBrowser(header)) return next();
-    return misdirected(
-      `A browser asked for the admin API or the dashboard by the name ${host}, which is neither a loopback name, an IP address nor --public-url's host: a page of another site can make its own name point at this machine (DNS rebinding), so browsers are served only under names the sandbox is told of. Start the sandbox with --allowed-hosts ${host} (ALLOWED_HOSTS) or --public-url, or open it as http://localhost or by its IP address. Clients that are not browsers (curl, test code) are served under any name.`,
-    );
+    if (host === publicHost || rebindProof(host) || !fromBrowser(header)) return undefined;
+    return `A browser asked for the admin API or the dashboard by the name ${host}, which is neither a loopback name, an IP address nor --public-url's host: a page of another site can make its own name point at this machine (DNS rebinding), so browsers are served only under names the sandbox is told of. Start the sandbox with --allowed-hosts ${host} (ALLOWED_HOSTS) or --public-url, or open it as http://localhost or by its IP address. Clients that are not browsers (curl, test code) are served under any name.`;
   };
 }
 

@@ -34,13 +34,12 @@ const isAdmin = (path: string) => path === "/__admin" || path.startsWith("/__adm
  *   app.use("*", cors({ origins: ["http://localhost:3000"], admin: false }));
  */
 export function cors(options: CorsOptions): MiddlewareHandler<EdgeEnv> {
-  const any = options.origins.includes("*");
-  const allowed = new Set(options.origins);
+  const policy = corsPolicy(options);
   return async (c, next) => {
     const admin = isAdmin(c.req.path);
-    if (admin && !options.admin) return next();
+    if (!policy.takesPart(c.req.path)) return next();
     const origin = c.req.header("origin");
-    const granted = origin !== undefined && (any || allowed.has(origin));
+    const granted = policy.grants(origin);
     if (granted && c.req.method === "OPTIONS" && c.req.header("access-control-request-method") !== undefined) {
       const asked = (c.req.header("access-control-request-headers") ?? "")
         .split(",")
@@ -59,14 +58,36 @@ export function cors(options: CorsOptions): MiddlewareHandler<EdgeEnv> {
     }
     await next();
     try {
-      // The answer depends on the Origin header, for every origin: caches must keep them apart.
-      c.res.headers.append("vary", "Origin");
-      if (granted) {
-        c.res.headers.set("access-control-allow-origin", origin);
-        c.res.headers.set("access-control-expose-headers", EXPOSED);
-      }
+      corsAnswer(c.res.headers, granted ? origin : undefined);
     } catch {
       // A scripted fault has no answer whose headers could change.
     }
   };
+}
+
+/** Which requests CORS takes part in, and which origins it grants (the middleware's and the Node message path's). */
+export interface CorsPolicy {
+  /** The path (routed) is answered with CORS headers: every path but the admin API's without --cors-admin. */
+  takesPart(path: string): boolean;
+  /** The Origin header names an allowed origin. */
+  grants(origin: string | undefined): origin is string;
+}
+
+export function corsPolicy(options: CorsOptions): CorsPolicy {
+  const any = options.origins.includes("*");
+  const allowed = new Set(options.origins);
+  return {
+    takesPart: (path) => options.admin || !isAdmin(path),
+    grants: (origin): origin is string => origin !== undefined && (any || allowed.has(origin)),
+  };
+}
+
+/** The CORS headers of an answer (not a preflight's): Vary for every origin, the grant for an allowed one. */
+export function corsAnswer(headers: Headers, grantedOrigin: string | undefined): void {
+  // The answer depends on the Origin header, for every origin: caches must keep them apart.
+  headers.append("vary", "Origin");
+  if (grantedOrigin !== undefined) {
+    headers.set("access-control-allow-origin", grantedOrigin);
+    headers.set("access-control-expose-headers", EXPOSED);
+  }
 }

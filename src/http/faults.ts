@@ -25,15 +25,26 @@ export function delay(c: Context<EdgeEnv>, ms: number): Promise<void> {
   if (ms <= 0) return Promise.resolve();
   const signal = c.req.raw.signal;
   if (signal.aborted) return Promise.resolve();
+  return waitUnlessGone(ms, (done) => {
+    signal.addEventListener("abort", done, { once: true });
+    return () => signal.removeEventListener("abort", done);
+  });
+}
+
+/**
+ * Waits `ms`, or less if `whenGone` calls back first (the client went away); `whenGone` subscribes and returns its
+ * unsubscribe. The edge's delay and the timeout fault's wait, on a web request's signal or a Node response's close.
+ */
+export function waitUnlessGone(ms: number, whenGone: (done: () => void) => () => void): Promise<void> {
   // The global setTimeout, not node:timers/promises: test fake timers (vi.useFakeTimers) only replace the global.
   return new Promise((resolve) => {
     const done = () => {
       clearTimeout(timer);
-      signal.removeEventListener("abort", done);
+      unsubscribe();
       resolve();
     };
     const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
+    const unsubscribe = whenGone(done);
   });
 }
 
@@ -44,6 +55,13 @@ function clientGoneOrCap(c: Context<EdgeEnv>): Promise<void> {
     () => undefined,
   );
 }
+
+/** What a scripted answer cut short sends: no body (empty-body) or JSON cut off (malformed-json). */
+export function faultBody(fault: "empty-body" | "malformed-json"): string | null {
+  return fault === "empty-body" ? null : MALFORMED_JSON;
+}
+
+const MALFORMED_JSON = '{"resourceType":"Bundle","type":"message","entry":[{"fullUrl":"urn:uuid:';
 
 /**
  * Stages a scripted fault as a real client sees it: a TCP reset, a 200 with
@@ -59,10 +77,9 @@ export async function stageFault(
   const socket = c.env?.incoming?.socket;
   switch (fault) {
     case "empty-body":
-      return new Response(null, { status, headers: { "content-type": FHIR_JSON, ...headers } });
     case "malformed-json": {
-      const text = '{"resourceType":"Bundle","type":"message","entry":[{"fullUrl":"urn:uuid:';
-      callState(c).responseText = text;
+      const text = faultBody(fault);
+      if (text !== null) callState(c).responseText = text;
       return new Response(text, { status, headers: { "content-type": FHIR_JSON, ...headers } });
     }
     case "timeout":

@@ -3,6 +3,7 @@ import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { HEADER_NAME } from "../journal/redact.js";
 import { jsonText } from "../text/json-text.js";
 import { ANSWER_HEADERS } from "./answer-headers.js";
+import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { httpTrim } from "./raw-headers.js";
 
@@ -23,16 +24,32 @@ export function fhirResponse(
   serialized?: string,
 ): Response {
   const text = serialized ?? jsonText(body);
-  const plain = { "content-type": FHIR_JSON, ...headers };
   const call = c.get("call");
+  const plain = { "content-type": FHIR_JSON, ...headers };
   if (!call) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
+  const answered = fhirAnswer(call, text, plain);
+  if (!answered) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
+  const response = new Response(text, { status, headers: answered.sent });
+  call.answered = { response, headers: answered.recorded };
+  return response;
+}
+
+/** A FHIR answer's headers: as the journal keeps them (X-Sandbox-* in, the edge's out) and as they are sent. */
+export interface AnswerHeaders {
+  recorded: Record<string, string>;
+  sent: Record<string, string>;
+}
+
+/**
+ * A recorded call's FHIR answer, framework-free (fhirResponse's and the Node message path's): keeps its text for
+ * the journal and gives its headers; undefined when a rule's header is one `Headers` would refuse.
+ * `plain`: Content-Type and the rule's headers.
+ */
+export function fhirAnswer(call: CallState, text: string, plain: Record<string, string>): AnswerHeaders | undefined {
   call.responseText = text;
   call.responseJson = true;
-  const all = withCallHeaders(plain, call.id, call.rule);
-  if (!all) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
-  const response = new Response(text, { status, headers: withAnswerHeaders(all) });
-  call.answered = { response, headers: all };
-  return response;
+  const recorded = withCallHeaders(plain, call.id, call.rule);
+  return recorded && { recorded, sent: withAnswerHeaders(recorded) };
 }
 
 /**

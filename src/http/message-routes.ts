@@ -1,13 +1,16 @@
 import type { Hono } from "hono";
-import { issue } from "../fhir/outcome.js";
+import type { Access } from "../auth/bearer.js";
+import { type Issue, issue } from "../fhir/outcome.js";
+import type { Answer, InboundMessage } from "../pipeline/process-message.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
 import { callState, requestUrl } from "./call-context.js";
+import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { delay, stageFault } from "./faults.js";
 import { fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
-import { incompleteBody, readBody } from "./read-body.js";
+import { type BodyRead, incompleteBody, readBody } from "./read-body.js";
 
 export interface MessageRouteOptions {
   basePath: string;
@@ -46,34 +49,15 @@ export function mountMessageRoutes(
       }
       const call = callState(c);
       const read = await readBody(c.req.raw, options.maxBody, call.headers.get("content-length"));
-      if (!read.ok && !read.tooLarge) return outcomeResponse(c, 408, [issue("timeout", incompleteBody(read.error))]);
       if (!read.ok) {
-        return outcomeResponse(c, 413, [
-          issue(
-            "too-long",
-            `The body is larger than ${read.limit} bytes, the sandbox's limit (--max-body). Send a smaller message or raise the limit.`,
-          ),
-        ]);
+        const refused = bodyRefusal(read);
+        return outcomeResponse(c, refused.status, refused.issues);
       }
-      call.bodyText = read.text;
       const access = c.get("access");
       // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
       const base = `${requestUrl(c, call).origin}${c.get("workspacePrefix")}${options.basePath}`;
-      const answer = await c.get("workspace").processMessage({
-        path,
-        headers: call.headers,
-        body: read.text,
-        endpoint: `${base}${path}`,
-        fhirBase: `${base}${STANDARD_FHIR_BASE}`,
-        call,
-        ...(access ? { access } : {}),
-      });
-      call.requestJson = answer.requestJson === true;
-      call.operation = answer.operation;
-      call.messageId = answer.messageId;
-      call.duplicate = answer.duplicate;
-      call.rule = answer.rule;
-      call.trace = answer.trace;
+      const pending = c.get("workspace").processMessage(inboundMessage(path, base, read.text, call, access));
+      const answer = noteAnswer(call, pending instanceof Promise ? await pending : pending);
       await delay(c, answer.delayMs);
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {
@@ -82,10 +66,65 @@ export function mountMessageRoutes(
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
       }
-      const body = answer.body as { resourceType?: unknown } | undefined;
-      const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
-      const text = answer.serialized ?? jsonText(body);
-      return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? jsonText({ content: text }) : text);
+      return fhirResponse(c, answer.status, undefined, answer.headers, answerText(answer, options.responseEnvelope));
     });
   }
+}
+
+// The message route's steps without a framework: the Hono route's and the Node message path's.
+
+/** The answer to a body that could not be read: 408 (it did not arrive in full) or 413 (over --max-body). */
+export function bodyRefusal(read: Exclude<BodyRead, { ok: true }>): { status: number; issues: Issue[] } {
+  if (!read.tooLarge) return { status: 408, issues: [issue("timeout", incompleteBody(read.error))] };
+  return {
+    status: 413,
+    issues: [
+      issue(
+        "too-long",
+        `The body is larger than ${read.limit} bytes, the sandbox's limit (--max-body). Send a smaller message or raise the limit.`,
+      ),
+    ],
+  };
+}
+
+/**
+ * A read message as the pipeline takes it. `base`: the URL it came to up to the catalogue's path (origin, workspace
+ * prefix, base path).
+ */
+export function inboundMessage(
+  path: string,
+  base: string,
+  body: string,
+  call: CallState,
+  access: Access | undefined,
+): InboundMessage {
+  call.bodyText = body;
+  return {
+    path,
+    headers: call.headers,
+    body,
+    endpoint: `${base}${path}`,
+    fhirBase: `${base}${STANDARD_FHIR_BASE}`,
+    call,
+    ...(access ? { access } : {}),
+  };
+}
+
+/** What the journal keeps of an answer, noted in the call's state; returns the answer. */
+export function noteAnswer(call: CallState, answer: Answer): Answer {
+  call.requestJson = answer.requestJson === true;
+  call.operation = answer.operation;
+  call.messageId = answer.messageId;
+  call.duplicate = answer.duplicate;
+  call.rule = answer.rule;
+  call.trace = answer.trace;
+  return answer;
+}
+
+/** The answer's body text; `--response-envelope` wraps a response message as {"content": "..."}. */
+export function answerText(answer: Answer, responseEnvelope: boolean): string {
+  const body = answer.body as { resourceType?: unknown } | undefined;
+  const wrap = responseEnvelope && body?.resourceType === "Bundle";
+  const text = answer.serialized ?? jsonText(body);
+  return wrap ? jsonText({ content: text }) : text;
 }

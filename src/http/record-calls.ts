@@ -4,7 +4,7 @@ import type { CallDraft } from "../journal/call-record.js";
 import { headerRecord } from "../journal/redact.js";
 import type { Workspace } from "../workspace/workspace.js";
 import { requestUrl } from "./call-context.js";
-import { newCallState } from "./call-state.js";
+import { type CallState, newCallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { requestHeaders } from "./request-headers.js";
 
@@ -40,8 +40,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
       if (call.answered?.response !== c.res) {
         call.answered = undefined;
         try {
-          c.res.headers.set("X-Sandbox-Call-Id", call.id);
-          if (call.rule) c.res.headers.set("X-Sandbox-Rule", call.rule);
+          stampCall(c.res.headers, call);
         } catch {
           // A scripted fault has no answer whose headers could change.
         }
@@ -52,41 +51,88 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
 
     function record() {
       const url = requestUrl(c, call);
-      const { fault } = call;
-      // A reset or a timeout sends nothing: there is no response to record, only the fault.
-      const unanswered = fault === "connection-reset" || fault === "timeout";
-      const draft: CallDraft = {
-        id: call.id,
-        direction: "inbound",
-        at: call.at,
-        durationMs: Math.round((deps.monotonic() - started) * 1000) / 1000,
-        operation: call.operation,
-        messageId: call.messageId,
-        rule: call.rule,
-        ...(call.duplicate ? { duplicate: true } : {}),
-        ...(call.upstream ? { upstream: call.upstream } : {}),
-        ...(call.trace ? { trace: call.trace } : {}),
-        ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
-        ...(call.requestJson && call.responseJson && !unanswered ? { jsonBodies: true as const } : {}),
-        request: {
-          method: c.req.method,
-          url: url.href,
-          path: url.pathname,
-          headers: headerRecord(call.headers),
-          body: call.bodyText,
-        },
-        response: unanswered
-          ? null
-          : {
-              status: c.res.status,
-              headers: call.answered ? call.answered.headers : headerRecord(c.res.headers),
-              body: call.responseText,
-            },
-      };
+      const draft = callDraft(
+        call,
+        Math.round((deps.monotonic() - started) * 1000) / 1000,
+        { method: c.req.method, url: url.href, path: url.pathname },
+        () => ({
+          status: c.res.status,
+          headers: call.answered ? call.answered.headers : headerRecord(c.res.headers),
+        }),
+      );
       // Unset when the workspace choice refused the call.
-      const workspace = c.get("workspace") as Workspace | undefined;
-      if (workspace && !c.get("anonymous")) workspace.events.emit("call:completed", draft);
-      else deps.events.emit("call:anonymous", { workspace: c.get("namedWorkspace") ?? null, call: draft });
+      announceCall(draft, {
+        workspace: c.get("workspace") as Workspace | undefined,
+        anonymous: c.get("anonymous"),
+        namedWorkspace: c.get("namedWorkspace") ?? null,
+        events: deps.events,
+      });
     }
   };
+}
+
+/** CONTRACT §5 on an answer fhirResponse did not build: the journal call it is, and the rule that answered. */
+export function stampCall(headers: Headers, call: CallState): void {
+  headers.set("X-Sandbox-Call-Id", call.id);
+  if (call.rule) headers.set("X-Sandbox-Rule", call.rule);
+}
+
+/** A scripted fault that sends nothing: there is no response to record, only the fault. */
+const unanswered = (fault: string | null) => fault === "connection-reset" || fault === "timeout";
+
+/**
+ * The journal draft of an inbound call, from what the edge left in its call state: the Hono recorder's and the
+ * Node message path's. `response` is asked only when something was sent.
+ */
+export function callDraft(
+  call: CallState,
+  durationMs: number,
+  request: { method: string; url: string; path: string },
+  response: () => { status: number; headers: Record<string, string> },
+): CallDraft {
+  const { fault } = call;
+  const silent = unanswered(fault);
+  let answered: { status: number; headers: Record<string, string>; body: string } | null = null;
+  if (!silent) {
+    const { status, headers } = response();
+    answered = { status, headers, body: call.responseText };
+  }
+  return {
+    id: call.id,
+    direction: "inbound",
+    at: call.at,
+    durationMs,
+    operation: call.operation,
+    messageId: call.messageId,
+    rule: call.rule,
+    ...(call.duplicate ? { duplicate: true } : {}),
+    ...(call.upstream ? { upstream: call.upstream } : {}),
+    ...(call.trace ? { trace: call.trace } : {}),
+    ...(fault ? { fault, ...(silent ? { error: `scripted fault: ${fault}` } : {}) } : {}),
+    ...(call.requestJson && call.responseJson && !silent ? { jsonBodies: true as const } : {}),
+    request: {
+      method: request.method,
+      url: request.url,
+      path: request.path,
+      headers: headerRecord(call.headers),
+      body: call.bodyText,
+    },
+    response: answered,
+  };
+}
+
+/** Who a call belongs to, as the workspace choice left it. */
+export interface CallOwner {
+  /** Unset when the workspace choice refused the call. */
+  workspace: Workspace | undefined;
+  anonymous: boolean;
+  namedWorkspace: string | null;
+  /** The sandbox-wide bus. */
+  events: SandboxEvents;
+}
+
+/** Announces a call: in its workspace (`call:completed`), or as anonymous on the sandbox-wide bus (CONTRACT §15). */
+export function announceCall(draft: CallDraft, owner: CallOwner): void {
+  if (owner.workspace && !owner.anonymous) owner.workspace.events.emit("call:completed", draft);
+  else owner.events.emit("call:anonymous", { workspace: owner.namedWorkspace, call: draft });
 }

@@ -1,7 +1,8 @@
 import type { Context, MiddlewareHandler } from "hono";
 import { getPath } from "hono/utils/url";
 import type { Access } from "../auth/bearer.js";
-import { issue } from "../fhir/outcome.js";
+import { type Issue, issue } from "../fhir/outcome.js";
+import type { Workspace } from "../workspace/workspace.js";
 import { DEFAULT_WORKSPACE, isWorkspaceName } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 import type { EdgeEnv } from "./edge-env.js";
@@ -69,66 +70,137 @@ export interface WorkspaceChoiceDeps {
  */
 export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<EdgeEnv> {
   return async (c, next) => {
-    const inPath = prefixed(getPath(c.req.raw));
-    const inHeader = requestHeader(c, WORKSPACE_HEADER);
-    const named =
-      inPath !== undefined
-        ? { name: inPath, via: `The path prefix /w/${inPath}` }
-        : inHeader !== undefined
-          ? { name: inHeader, via: `The ${WORKSPACE_HEADER} header` }
-          : undefined;
-    c.set("namedWorkspace", named === undefined ? DEFAULT_WORKSPACE : isWorkspaceName(named.name) ? named.name : null);
-    // Without OAuth2 the prefix or header says whose call it is; with it, only a proven client's is anyone's.
-    c.set("anonymous", deps.authenticate !== undefined);
-    const bad = named && deps.workspaces.nameProblem(named.name, named.via);
-    if (bad) return outcomeResponse(c, bad.status, bad.issues, bad.headers);
-
-    let chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
-    let access: Access | undefined;
-    if (deps.authenticate && deps.isMessagePath(c.req.path)) {
-      access = await deps.authenticate(requestHeader(c, "authorization"));
-      if (access.ok) {
-        const { clientId, workspace } = access.principal;
-        c.set("anonymous", false);
-        if (named && named.name !== workspace) access = mismatch(clientId, workspace, named);
-        chosen = { name: workspace, via: `The access token of client ${clientId}` };
+    const decided = decideWorkspace(deps, {
+      urlPath: getPath(c.req.raw),
+      routedPath: c.req.path,
+      header: (name) => requestHeader(c, name),
+    });
+    const decision = decided instanceof Promise ? await decided : decided;
+    c.set("namedWorkspace", decision.namedWorkspace);
+    c.set("anonymous", decision.anonymous);
+    switch (decision.kind) {
+      case "refused":
+        return outcomeResponse(c, decision.status, decision.issues, decision.headers);
+      case "unknown": {
+        const path = c.req.path;
+        // Health and the dashboard's pages need no token: they are not the admin API's to refuse.
+        const guarded = path.startsWith("/__admin/") && path !== "/__admin/health" && !path.startsWith("/__admin/ui");
+        const refused = guarded ? deps.adminRefusal?.(c, decision.named.name) : undefined;
+        return refused ?? outcomeResponse(c, 404, unknownWorkspace(decision.named));
       }
+      case "chosen":
+        c.set("workspace", decision.workspace);
+        c.set("workspacePrefix", decision.prefix);
+        c.set("access", decision.access);
+        return next();
     }
-    if (deps.authenticate && chosen === named && !deps.workspaces.exists(named.name)) {
-      // A message's 401 and the token endpoint's and discovery's answers are the same in any workspace: default
-      // stands in (its journal keeps none of it: the call is anonymous). Anything else is refused here.
-      if (access === undefined && !deps.isAuthPath?.(c.req.path)) return unknownWorkspace(c, named, deps);
-      chosen = { name: DEFAULT_WORKSPACE, via: "The request" };
+  };
+}
+
+/** What the workspace choice decided, with what the recorder needs to know of the caller either way. */
+export type WorkspaceDecision = {
+  /** The workspace the request named (its prefix or header; default when none), null when no valid name. */
+  namedWorkspace: string | null;
+  /** Under --auth oauth2, until a caller proves a client (CONTRACT §15). */
+  anonymous: boolean;
+} & (
+  | { kind: "chosen"; workspace: Workspace; prefix: string; access: Access | undefined }
+  /** The workspace cannot be used: answered with this OperationOutcome. */
+  | { kind: "refused"; status: number; issues: Issue[]; headers: Record<string, string> }
+  /** An anonymous caller named a workspace not held (the admin API may refuse its token instead). */
+  | { kind: "unknown"; named: { name: string; via: string } }
+);
+
+/** What the choice reads of a request: its URL path (prefix included), its routed path, its headers. */
+export interface WorkspaceRequest {
+  urlPath: string;
+  routedPath: string;
+  header(name: string): string | undefined;
+}
+
+/**
+ * The workspace choice without a framework (chooseWorkspace's and the Node message path's): synchronous unless a
+ * bearer token is to be verified.
+ */
+export function decideWorkspace(
+  deps: WorkspaceChoiceDeps,
+  request: WorkspaceRequest,
+): WorkspaceDecision | Promise<WorkspaceDecision> {
+  const inPath = prefixed(request.urlPath);
+  const inHeader = request.header(WORKSPACE_HEADER);
+  const named =
+    inPath !== undefined
+      ? { name: inPath, via: `The path prefix /w/${inPath}` }
+      : inHeader !== undefined
+        ? { name: inHeader, via: `The ${WORKSPACE_HEADER} header` }
+        : undefined;
+  const namedWorkspace = named === undefined ? DEFAULT_WORKSPACE : isWorkspaceName(named.name) ? named.name : null;
+  // Without OAuth2 the prefix or header says whose call it is; with it, only a proven client's is anyone's.
+  const anonymous = deps.authenticate !== undefined;
+  const bad = named && deps.workspaces.nameProblem(named.name, named.via);
+  if (bad) return { kind: "refused", namedWorkspace, anonymous, ...bad };
+  const chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
+  const decide = (access: Access | undefined) =>
+    afterToken(deps, request.routedPath, { named, chosen, inPath, namedWorkspace, anonymous }, access);
+  if (deps.authenticate && deps.isMessagePath(request.routedPath)) {
+    return deps.authenticate(request.header("authorization")).then(decide);
+  }
+  return decide(undefined);
+}
+
+/** The choice once the bearer token (if any was read) is known. */
+function afterToken(
+  deps: WorkspaceChoiceDeps,
+  routedPath: string,
+  start: {
+    named: { name: string; via: string } | undefined;
+    chosen: { name: string; via: string };
+    inPath: string | undefined;
+    namedWorkspace: string | null;
+    anonymous: boolean;
+  },
+  token: Access | undefined,
+): WorkspaceDecision {
+  const { named, inPath, namedWorkspace } = start;
+  let { chosen, anonymous } = start;
+  let access = token;
+  if (access?.ok) {
+    const { clientId, workspace } = access.principal;
+    anonymous = false;
+    if (named && named.name !== workspace) access = mismatch(clientId, workspace, named);
+    chosen = { name: workspace, via: `The access token of client ${clientId}` };
+  }
+  if (deps.authenticate && chosen === named && !deps.workspaces.exists(named.name)) {
+    // A message's 401 and the token endpoint's and discovery's answers are the same in any workspace: default
+    // stands in (its journal keeps none of it: the call is anonymous). Anything else is refused here.
+    if (access === undefined && !deps.isAuthPath?.(routedPath)) {
+      return { kind: "unknown", named, namedWorkspace, anonymous };
     }
-    const found = deps.workspaces.use(chosen.name, chosen.via);
-    if (!found.ok) return outcomeResponse(c, found.refusal.status, found.refusal.issues, found.refusal.headers);
-    c.set("workspace", found.workspace);
-    c.set("workspacePrefix", inPath !== undefined ? `${PREFIX}${inPath}` : "");
-    c.set("access", access);
-    return next();
+    chosen = { name: DEFAULT_WORKSPACE, via: "The request" };
+  }
+  const found = deps.workspaces.use(chosen.name, chosen.via);
+  if (!found.ok) return { kind: "refused", namedWorkspace, anonymous, ...found.refusal };
+  return {
+    kind: "chosen",
+    namedWorkspace,
+    anonymous,
+    workspace: found.workspace,
+    prefix: inPath !== undefined ? `${PREFIX}${inPath}` : "",
+    access,
   };
 }
 
 /**
- * The answer to a caller without a token that names a workspace not held (under --auth oauth2): the admin API's
- * 401 where its token is refused, else a 404 that names no workspace that exists.
+ * The 404 of a caller without a token that names a workspace not held (under --auth oauth2), where the admin API
+ * does not refuse its token first: it names no workspace that exists.
  */
-function unknownWorkspace(
-  c: Context<EdgeEnv>,
-  named: { name: string; via: string },
-  deps: WorkspaceChoiceDeps,
-): Response {
-  const path = c.req.path;
-  // Health and the dashboard's pages need no token: they are not the admin API's to refuse.
-  const guarded = path.startsWith("/__admin/") && path !== "/__admin/health" && !path.startsWith("/__admin/ui");
-  const refused = guarded ? deps.adminRefusal?.(c, named.name) : undefined;
-  if (refused) return refused;
-  return outcomeResponse(c, 404, [
+export function unknownWorkspace(named: { name: string; via: string }): Issue[] {
+  return [
     issue(
       "not-found",
       `${named.via} names workspace ${named.name}, which this sandbox does not hold. It runs with --auth oauth2: a workspace is made only by a valid access token of one of its clients (POST /oauth2/token, then a message with Authorization: Bearer <token>); the others are those its clients file and --workspaces name.`,
     ),
-  ]);
+  ];
 }
 
 /** A token acts in its client's workspace only: another one named beside it is refused, not silently ignored. */

@@ -1,6 +1,6 @@
-import type { Server, ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { createAdaptorServer } from "@hono/node-server";
+import { getRequestListener } from "@hono/node-server";
 import type { SandboxApp } from "../app.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 
@@ -35,19 +35,20 @@ const DROP_LOG_INTERVAL_MS = 10_000;
  */
 export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise<RunningServer> {
   const limits: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...listen.limits };
-  const server = createAdaptorServer({
-    fetch: sandbox.app.fetch,
-    serverOptions: {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // Node enforces the two timeouts above on a sweep, every 30 s by default: sweep often enough for them to hold.
-      connectionsCheckingInterval: Math.min(
-        1000,
-        Math.max(10, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
-      ),
-    },
-  }) as Server;
+  // Messages take the sandbox's edge on node:http itself (sandbox.node); the rest goes to the Hono app through the
+  // Node adapter.
+  const adapter = getRequestListener(sandbox.app.fetch);
+  const messages = sandbox.node;
+  const server = createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // Node enforces the two timeouts above on a sweep, every 30 s by default: sweep often enough for them to hold.
+    connectionsCheckingInterval: Math.min(
+      1000,
+      Math.max(10, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
+    ),
+  });
   server.maxConnections = limits.maxConnections;
   reportDrops(server, limits.maxConnections, (m, dropped) =>
     sandbox.logger.warn(m, { event: "connections-dropped", dropped, maxConnections: limits.maxConnections }),
@@ -60,6 +61,11 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
     if (stopping) res.shouldKeepAlive = false;
     inFlight.add(res);
     res.once("close", () => inFlight.delete(res));
+  });
+  // After the bookkeeping above: a message refused before its body is read is answered at once.
+  server.on("request", (req, res: ServerResponse) => {
+    if (messages?.take(req, res)) return;
+    void adapter(req, res);
   });
   let closing: Promise<{ cutOff: number }> | undefined;
   const close = (graceMs = limits.shutdownGraceMs) =>
