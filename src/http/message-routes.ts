@@ -59,7 +59,7 @@ export function mountMessageRoutes(
       const access = c.get("access");
       // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
       const base = `${requestUrl(c, call).origin}${c.get("workspacePrefix")}${options.basePath}`;
-      const answer = await c.get("workspace").processMessage({
+      const processed = c.get("workspace").processMessage({
         path,
         headers: call.headers,
         body: read.text,
@@ -68,13 +68,17 @@ export function mountMessageRoutes(
         call,
         ...(access ? { access } : {}),
       });
+      // Awaited only when a handler made it wait: an await of an answer at hand still costs a turn.
+      const answer = processed instanceof Promise ? await processed : processed;
       call.requestJson = answer.requestJson === true;
       call.operation = answer.operation;
       call.messageId = answer.messageId;
       call.duplicate = answer.duplicate;
       call.rule = answer.rule;
       call.trace = answer.trace;
-      await delay(c, answer.delayMs);
+      call.responseCode = answer.responseCode;
+      const delayed = delay(c, answer.delayMs);
+      if (delayed) await delayed;
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {
         const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);

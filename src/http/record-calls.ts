@@ -66,6 +66,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         ...(call.duplicate ? { duplicate: true } : {}),
         ...(call.upstream ? { upstream: call.upstream } : {}),
         ...(call.trace ? { trace: call.trace } : {}),
+        ...(call.responseCode !== undefined ? { responseCode: call.responseCode } : {}),
         ...(fault ? { fault, ...(unanswered ? { error: `scripted fault: ${fault}` } : {}) } : {}),
         ...(call.requestJson && call.responseJson && !unanswered ? { jsonBodies: true as const } : {}),
         request: {
