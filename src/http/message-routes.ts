@@ -76,10 +76,12 @@ export function mountMessageRoutes(
       call.duplicate = answer.duplicate;
       call.rule = answer.rule;
       call.trace = answer.trace;
-      call.responseCode = answer.responseCode;
       const delayed = delay(c, answer.delayMs);
       if (delayed) await delayed;
-      if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
+      if (answer.fault) {
+        call.responseCode = answer.responseCode;
+        return stageFault(c, answer.fault, answer.status, answer.headers);
+      }
       if (answer.forward && options.proxy) {
         const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);
         // A builtIn rule adds its headers to whatever answers in its place: here the upstream.
@@ -89,6 +91,8 @@ export function mountMessageRoutes(
       const body = answer.body as { resourceType?: unknown } | undefined;
       const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
       const text = answer.serialized ?? jsonText(body);
+      // Set only as the sandbox's answer goes out: the request log then need not read the body for it.
+      call.responseCode = answer.responseCode;
       return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? jsonText({ content: text }) : text);
     });
   }

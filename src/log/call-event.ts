@@ -56,10 +56,10 @@ export function callEvent(call: CallRecord): CallEvent {
   const status = call.response?.status ?? null;
   const body = call.response?.body ?? "";
   const responseCode =
-    call.responseCode !== undefined
-      ? call.responseCode
-      : body === ""
-        ? null
+    body === ""
+      ? null
+      : call.responseCode !== undefined
+        ? call.responseCode
         : (RESPONSE_CODE.exec(body.slice(0, HEADER_WINDOW))?.[1] ?? null);
   const refused = status !== null && (status >= 400 || (responseCode !== null && responseCode !== "ok"));
   const issue = refused && body.length <= ISSUE_BODY_LIMIT ? firstIssue(body) : undefined;
