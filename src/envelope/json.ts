@@ -6,8 +6,8 @@ export type JsonParse = { ok: true; value: unknown } | { ok: false; reason: stri
 /**
  * JSON.parse plus a nesting limit. V8's parser copes with deep input, but
  * everything after it (FHIRPath, serialisers, the journal) recurses, so an
- * attacker's 10,000-level document is refused here: a scan of the text, and of the value only when the text
- * nests too deep.
+ * attacker's 10,000-level document is refused here. Three steps, each only when the one before cannot tell,
+ * none of the first two allocating: the brackets counted, the text's nesting, the parsed value's.
  */
 export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): JsonParse {
   let value: unknown;
@@ -16,10 +16,25 @@ export function parseJson(text: string, maxDepth = MAX_JSON_DEPTH): JsonParse {
   } catch (error) {
     return { ok: false, reason: (error as Error).message };
   }
-  if (!textWithinDepth(text, maxDepth) && depthExceeding(value, maxDepth) !== undefined) {
+  if (
+    !fewOpenings(text, maxDepth) &&
+    !textWithinDepth(text, maxDepth) &&
+    depthExceeding(value, maxDepth) !== undefined
+  ) {
     return { ok: false, reason: `nesting deeper than ${maxDepth} levels` };
   }
   return { ok: true, value };
+}
+
+/**
+ * Whether `text` holds at most `max` opening brackets, in strings or not: then it cannot nest deeper. A message
+ * has a few dozen; indexOf finds them about as fast as memchr (under 1 µs for add-allergy, both texts).
+ */
+function fewOpenings(text: string, max: number): boolean {
+  let count = 0;
+  for (let i = text.indexOf("{"); i >= 0; i = text.indexOf("{", i + 1)) if (++count > max) return false;
+  for (let i = text.indexOf("["); i >= 0; i = text.indexOf("[", i + 1)) if (++count > max) return false;
+  return true;
 }
 
 /**
