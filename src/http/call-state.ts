@@ -27,6 +27,8 @@ export interface CallState {
   upstream: string | null;
   /** How the scenario rules decided, when consulted: kept with the call, to explain it on request. */
   trace: RuleTrace | undefined;
+  /** The answer's MessageHeader.response.code as the pipeline built it (null: none); undefined when not known. */
+  responseCode: string | null | undefined;
   /**
    * An answer whose headers the sandbox wrote in full (X-Sandbox-* included) as a plain object: the
    * recorder takes them from here instead of building a web Headers from the Response.
@@ -54,6 +56,7 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     fault: null,
     upstream: null,
     trace: undefined,
+    responseCode: undefined,
     answered: undefined,
     url: undefined,
     headers,

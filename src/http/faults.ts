@@ -19,12 +19,13 @@ export class SimulatedNetworkFault extends Error {
   }
 }
 
-/** Waits `ms`, or less if the client goes away first. */
-export function delay(c: Context<EdgeEnv>, ms: number): Promise<void> {
-  // No delay asks nothing of the request: reading its signal would build an AbortController for every message.
-  if (ms <= 0) return Promise.resolve();
+/** Waits `ms`, or less if the client goes away first; undefined when there is nothing to wait for. */
+export function delay(c: Context<EdgeEnv>, ms: number): Promise<void> | undefined {
+  // No delay asks nothing of the request: reading its signal would build an AbortController for every message, and
+  // a promise to await would cost the answer a turn.
+  if (ms <= 0) return undefined;
   const signal = c.req.raw.signal;
-  if (signal.aborted) return Promise.resolve();
+  if (signal.aborted) return undefined;
   return waitUnlessGone(ms, (done) => {
     signal.addEventListener("abort", done, { once: true });
     return () => signal.removeEventListener("abort", done);

@@ -58,7 +58,8 @@ export function mountMessageRoutes(
       const base = `${requestUrl(c, call).origin}${c.get("workspacePrefix")}${options.basePath}`;
       const pending = c.get("workspace").processMessage(inboundMessage(path, base, read.text, call, access));
       const answer = noteAnswer(call, pending instanceof Promise ? await pending : pending);
-      await delay(c, answer.delayMs);
+      const delayed = delay(c, answer.delayMs);
+      if (delayed) await delayed;
       if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
       if (answer.forward && options.proxy) {
         const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);
@@ -118,6 +119,8 @@ export function noteAnswer(call: CallState, answer: Answer): Answer {
   call.duplicate = answer.duplicate;
   call.rule = answer.rule;
   call.trace = answer.trace;
+  // The sandbox's own response code, for the request log: it need not read the answer's body for it.
+  call.responseCode = answer.responseCode;
   return answer;
 }
 

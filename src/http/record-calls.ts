@@ -108,6 +108,7 @@ export function callDraft(
     ...(call.duplicate ? { duplicate: true } : {}),
     ...(call.upstream ? { upstream: call.upstream } : {}),
     ...(call.trace ? { trace: call.trace } : {}),
+    ...(call.responseCode !== undefined ? { responseCode: call.responseCode } : {}),
     ...(fault ? { fault, ...(silent ? { error: `scripted fault: ${fault}` } : {}) } : {}),
     ...(call.requestJson && call.responseJson && !silent ? { jsonBodies: true as const } : {}),
     request: {

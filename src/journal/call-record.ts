@@ -40,6 +40,11 @@ export interface CallDraft {
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
   trace?: RuleTrace;
   /**
+   * The answer's MessageHeader.response.code when the sandbox built the answer (null: it is no response message),
+   * for the request log, which reads the body for it otherwise. Never shown: the body says it.
+   */
+  responseCode?: string | null;
+  /**
    * Both bodies are known to be JSON text (or empty): the request parsed, the answer was serialized by the
    * sandbox. Views then put them into their JSON as they are, without parsing them again (callJson).
    */

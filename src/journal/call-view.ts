@@ -23,7 +23,7 @@ function withBody<T extends { body: string }>(side: T, body: unknown): Omit<T, "
 
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
-  const { size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
+  const { size: _size, trace: _trace, jsonBodies: _json, responseCode: _code, at, request, response, ...rest } = call;
   return {
     ...rest,
     at: at.toISOString(),
@@ -55,7 +55,17 @@ export function callJson(call: CallRecord, head: Record<string, unknown> = {}): 
     // JSON.stringify leaves U+2028 and U+2029 raw in strings (a non-JSON body, a header): escaped here.
     return oneLineJson(jsonText({ id, ...head, ...view }));
   }
-  const { id, size: _size, trace: _trace, jsonBodies: _json, at, request, response, ...rest } = call;
+  const {
+    id,
+    size: _size,
+    trace: _trace,
+    jsonBodies: _json,
+    responseCode: _code,
+    at,
+    request,
+    response,
+    ...rest
+  } = call;
   const skeleton = JSON.stringify({
     id,
     ...head,

@@ -47,19 +47,27 @@ const ISSUE_BODY_LIMIT = 64 * 1024;
 const ISSUE_LENGTH = 240;
 
 /**
- * The log event of a recorded call. Reads only the start of the answer for
- * its response code, and parses a body only for a refusal's first issue.
+ * The log event of a recorded call. Its response code is the one the pipeline
+ * passed along; for an answer the sandbox did not build (an upstream's, a
+ * receiver's, a rule's `body`) it reads the start of the body for it. It
+ * parses a body only for a refusal's first issue.
  */
 export function callEvent(call: CallRecord): CallEvent {
   const status = call.response?.status ?? null;
   const body = call.response?.body ?? "";
-  const responseCode = body === "" ? null : (RESPONSE_CODE.exec(body.slice(0, HEADER_WINDOW))?.[1] ?? null);
+  const responseCode =
+    body === ""
+      ? null
+      : call.responseCode !== undefined
+        ? call.responseCode
+        : (RESPONSE_CODE.exec(body.slice(0, HEADER_WINDOW))?.[1] ?? null);
   const refused = status !== null && (status >= 400 || (responseCode !== null && responseCode !== "ok"));
   const issue = refused && body.length <= ISSUE_BODY_LIMIT ? firstIssue(body) : undefined;
+  // One literal with every member, in the order of the JSON line: members left undefined are not written.
   return {
     event: "call",
     callId: call.id,
-    ...(call.workspace !== DEFAULT_WORKSPACE ? { workspace: call.workspace } : {}),
+    workspace: call.workspace !== DEFAULT_WORKSPACE ? call.workspace : undefined,
     direction: call.direction,
     operation: call.operation,
     method: call.request.method,
@@ -67,18 +75,17 @@ export function callEvent(call: CallRecord): CallEvent {
     status,
     responseCode,
     rule: call.rule,
-    ...(call.direction === "inbound"
-      ? { answeredBy: call.rule ?? (call.upstream !== undefined ? "upstream" : "built-in") }
-      : {}),
+    answeredBy:
+      call.direction === "inbound" ? (call.rule ?? (call.upstream !== undefined ? "upstream" : "built-in")) : undefined,
     durationMs: call.durationMs,
     messageId: call.messageId,
-    ...(issue !== undefined ? { issue } : {}),
-    ...(call.fault !== undefined ? { fault: call.fault } : {}),
-    ...(call.duplicate ? { duplicate: true as const } : {}),
-    ...(call.error !== undefined ? { error: call.error } : {}),
-    ...(call.pharmacy !== undefined ? { pharmacy: call.pharmacy } : {}),
-    ...(call.target !== undefined ? { target: call.target } : {}),
-    ...(call.attempt !== undefined ? { attempt: call.attempt } : {}),
+    issue,
+    fault: call.fault,
+    duplicate: call.duplicate ? true : undefined,
+    error: call.error,
+    pharmacy: call.pharmacy,
+    target: call.target,
+    attempt: call.attempt,
   };
 }
 

@@ -4,6 +4,7 @@ import type { CallRecord } from "../journal/call-record.js";
 import { oneLineJson } from "../text/one-line-json.js";
 import type { BannerEvent } from "./banner.js";
 import { type CallEvent, callEvent } from "./call-event.js";
+import { jsonLine } from "./json-line.js";
 import type { LogFields, SandboxLogger } from "./logger.js";
 import { prettyLine } from "./pretty.js";
 
@@ -51,7 +52,8 @@ export interface RequestLog {
   flush(): void;
 }
 
-/** pino's level number at and above which output goes to `err`. */
+/** pino's level numbers: info, and the one at and above which output goes to `err`. */
+const INFO = 30;
 const WARN = 40;
 const METADATA = Symbol.for("pino.metadata");
 
@@ -76,7 +78,8 @@ class Destination {
 
   write(json: string): void {
     const sink = this.lastLevel >= WARN ? this.streams.err : this.streams.out;
-    const text =
+    this.#text(
+      sink,
       this.settings.format === "json"
         ? // pino leaves U+2028 and U+2029 raw (a message id, an issue may hold them), where Node's readline ends a
           // line: escaped, so that each event stays one line.
@@ -89,7 +92,27 @@ class Destination {
               fields: this.lastObj as Record<string, unknown>,
             },
             this.settings.colours,
-          );
+          ),
+    );
+  }
+
+  /**
+   * The line of a recorded call (level info), made without pino: as JSON, as pino would have written its event
+   * (jsonLine), or pretty.
+   */
+  call(event: CallEvent, time: Timestamp): void {
+    this.#text(
+      this.streams.out,
+      this.settings.format === "json"
+        ? `${oneLineJson(jsonLine("info", time.json(), event, summary(event)))}\n`
+        : prettyLine(
+            { level: INFO, time: time.iso(), msg: undefined, fields: event as unknown as Record<string, unknown> },
+            this.settings.colours,
+          ),
+    );
+  }
+
+  #text(sink: LogSink, text: string): void {
     if (this.#holds > 0) this.#held.push([sink, text]);
     else sink.write(text);
   }
@@ -113,20 +136,37 @@ class Destination {
   }
 }
 
+/** Now in ISO 8601: as pino's `time` member (`,"time":"…"`), and bare (the pretty lines'). */
+interface Timestamp {
+  json(): string;
+  iso(): string;
+}
+
 /**
- * pino's ISO 8601 timestamp, made once per millisecond: under load many lines share one, and formatting a Date
- * is a good part of a line's cost.
+ * The log's timestamp, made once per millisecond: under load many lines share one, and formatting a Date is a
+ * good part of a line's cost.
  */
-function isoTime(): () => string {
+function timestamp(): Timestamp {
   let last = -1;
-  let text = "";
-  return () => {
+  let iso = "";
+  let json = "";
+  const tick = () => {
     const now = Date.now();
     if (now !== last) {
       last = now;
-      text = `,"time":"${new Date(now).toISOString()}"`;
+      iso = new Date(now).toISOString();
+      json = `,"time":"${iso}"`;
     }
-    return text;
+  };
+  return {
+    json: () => {
+      tick();
+      return json;
+    },
+    iso: () => {
+      tick();
+      return iso;
+    },
   };
 }
 
@@ -152,27 +192,26 @@ function summary(e: CallEvent): string {
  */
 export function createRequestLog(settings: LogSettings, streams: LogStreams): RequestLog {
   const destination = new Destination(settings, streams);
+  const time = timestamp();
   const log = pino(
     {
       level: settings.level,
       base: undefined,
-      timestamp: isoTime(),
+      timestamp: time.json,
       formatters: { level: (label) => ({ level: label }) },
     },
     destination,
   );
 
   // Calls are queued as they are recorded and logged together on the next turn of the event loop, in one
-  // write: the request path only pushes to an array.
+  // write: the request path only pushes to an array. Their lines are written directly, not through pino (the
+  // level is info: observe() listens only when it shows).
   const pending: CallRecord[] = [];
   let scheduled = false;
   const drain = () => {
     scheduled = false;
     destination.hold();
-    for (const call of pending.splice(0)) {
-      const event = callEvent(call);
-      log.info(event, summary(event));
-    }
+    for (const call of pending.splice(0)) destination.call(callEvent(call), time);
     destination.release();
   };
   const onCall = (call: CallRecord) => {

@@ -6,13 +6,13 @@ import { bundleJson } from "../fhir/bundle-json.js";
 import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
-import type { HandlerContext, HandlerTable } from "../handlers/handler.js";
+import type { HandlerContext, HandlerResult, HandlerTable } from "../handlers/handler.js";
 import type { RequestHeaders } from "../http/raw-headers.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { routeMessage } from "../routing/route.js";
-import { scriptedReply } from "../scenarios/respond.js";
+import { type ScriptedReply, scriptedReply } from "../scenarios/respond.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { escapeJsonText } from "../text/json-text.js";
@@ -62,7 +62,60 @@ export interface Answer {
   requestJson?: true;
   /** How the scenario rules decided, when they were consulted (for explaining the call later). */
   trace?: RuleTrace;
+  /**
+   * The body's MessageHeader.response.code, for the request log: null when the body is no response message (an
+   * OperationOutcome, nothing); undefined when the pipeline did not build the body (a scripted `body`, an
+   * upstream's answer), which the log then reads from the text.
+   */
+  responseCode?: string | null;
 }
+
+/** What the scenario rules decided about a message that reached them: the rule that answered, if any, and how. */
+interface Ruling {
+  rule: string | null;
+  delayMs: number;
+  headers: Record<string, string>;
+  trace: RuleTrace | undefined;
+}
+
+/**
+ * An answer built in one go, every member in place from the start: the answers of the hot path share one shape,
+ * and nothing is copied into a second object (an object spread per step, before).
+ */
+class PipelineAnswer implements Answer {
+  duplicate = false;
+  rule: string | null = null;
+  delayMs = 0;
+  headers: Record<string, string> = {};
+  fault: Fault | undefined = undefined;
+  forward: true | undefined = undefined;
+  serialized: string | undefined = undefined;
+  requestJson: true | undefined = undefined;
+  trace: RuleTrace | undefined = undefined;
+
+  constructor(
+    public status: number,
+    public body: unknown,
+    public operation: string | null,
+    public messageId: string | null,
+    public responseCode: string | null | undefined,
+  ) {}
+
+  /** The rules' decision: who answered, the delay, their headers, how they decided. */
+  ruledBy(ruling: Ruling | undefined): this {
+    if (ruling) {
+      this.rule = ruling.rule;
+      this.delayMs = ruling.delayMs;
+      this.headers = ruling.headers;
+      this.trace = ruling.trace;
+    }
+    return this;
+  }
+}
+
+/** A handler's result, now or later (a handler given to createApp may be async; the built-in ones are not). */
+const isPending = (value: HandlerResult | Promise<HandlerResult>): value is Promise<HandlerResult> =>
+  typeof (value as { then?: unknown }).then === "function";
 
 /**
  * A processed answer as the duplicate memory keeps it: the serialized body
@@ -107,34 +160,50 @@ const JSON_TYPES = new Set(["application/json", "application/fhir+json"]);
  * problem becomes an issue.
  */
 export function createMessagePipeline(options: PipelineOptions, deps: PipelineDeps) {
-  const answer = (status: number, body: unknown, found: Partial<Answer> = {}): Answer => ({
-    status,
-    body,
-    operation: found.operation ?? null,
-    messageId: found.messageId ?? null,
-    duplicate: false,
-    rule: null,
-    delayMs: 0,
-    headers: {},
-  });
-  const notProcessed = (status: number, issues: Issue[], found: Partial<Answer> = {}): Answer =>
-    options.proxy ? forward(found) : answer(status, operationOutcome(issues), found);
+  /** An answer with an OperationOutcome of `issues`: the message was not processed (with --proxy, forwarded). */
+  const notProcessed = (
+    status: number,
+    issues: Issue[],
+    operation: string | null = null,
+    messageId: string | null = null,
+  ): PipelineAnswer => (options.proxy ? forward(operation, messageId) : outcome(status, issues, operation, messageId));
+  const outcome = (status: number, issues: Issue[], operation: string | null, messageId: string | null) =>
+    new PipelineAnswer(status, operationOutcome(issues), operation, messageId, null);
   // Recording from a real service: it judges bad messages too, so they are forwarded as well.
-  const forward = (found: Partial<Answer>): Answer => ({ ...answer(0, undefined, found), ...found, forward: true });
+  const forward = (operation: string | null, messageId: string | null): PipelineAnswer => {
+    const forwarded = new PipelineAnswer(0, undefined, operation, messageId, undefined);
+    forwarded.forward = true;
+    return forwarded;
+  };
   // Never forwarded with --proxy: the sandbox is the one that holds the credentials.
-  const refused = (refusal: Refusal, found: Partial<Answer>): Answer => ({
-    ...answer(refusal.status, operationOutcome(refusal.issues), found),
-    headers: refusal.headers,
-  });
+  const refused = (refusal: Refusal, operation: string | null, messageId: string | null): PipelineAnswer => {
+    const answer = outcome(refusal.status, refusal.issues, operation, messageId);
+    answer.headers = refusal.headers;
+    return answer;
+  };
+  /** A rule's scripted reply: its body as the rule gave it (the log reads its code), or a fault with no body. */
+  const scriptedAnswer = (
+    reply: ScriptedReply & { kind: "answer" | "fault" },
+    operation: string,
+    messageId: string,
+    ruling: Ruling,
+  ): PipelineAnswer => {
+    if (reply.kind === "answer") {
+      return new PipelineAnswer(reply.status, reply.body, operation, messageId, undefined).ruledBy(ruling);
+    }
+    const answer = new PipelineAnswer(reply.status, undefined, operation, messageId, null).ruledBy(ruling);
+    answer.fault = reply.fault;
+    return answer;
+  };
 
-  /** The operation and message id a message names, when they can be told: for the journal of a call refused unread. */
-  const named = (inbound: InboundMessage): Partial<Answer> => {
+  /** A call refused unread: the operation and message id it names, when they can be told, for its journal. */
+  const refusedUnread = (inbound: InboundMessage, refusal: Refusal): PipelineAnswer => {
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     const message = envelope.ok ? readMessage(envelope.bundle).message : undefined;
-    if (!message) return {};
+    if (!message) return refused(refusal, null, null);
     const id = message.header.id;
     const operation = routeMessage(message, deps.catalogue, inbound.path, options.basePath).operation;
-    return { operation: operation?.id ?? null, messageId: typeof id === "string" ? id : null };
+    return refused(refusal, operation?.id ?? null, typeof id === "string" ? id : null);
   };
 
   const factsOf = (inbound: InboundMessage, message: Message, operation: string, invalid = false): RequestFacts => {
@@ -165,9 +234,13 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     now: deps.now,
   });
 
-  return async function processMessage(inbound: InboundMessage): Promise<Answer> {
+  /**
+   * The answer to one message: returned as it is when nothing waits (the built-in handlers answer at once), a
+   * promise only when a handler does.
+   */
+  return function processMessage(inbound: InboundMessage): Answer | Promise<Answer> {
     // No usable token: a 401 before anything of the message counts (CONTRACT §13).
-    if (inbound.access && !inbound.access.ok) return refused(inbound.access.refusal, named(inbound));
+    if (inbound.access && !inbound.access.ok) return refusedUnread(inbound, inbound.access.refusal);
 
     const mediaType = inbound.headers.get("content-type")?.split(";")[0]?.trim().toLowerCase();
     // A missing Content-Type is read as JSON; a declared other type is refused.
@@ -182,25 +255,30 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
 
     const envelope = decodeEnvelope(inbound.body, options.lenientEnvelope);
     if (!envelope.ok) return notProcessed(400, envelope.issues);
-    return { ...(await processEnvelope(inbound, envelope)), requestJson: true };
+    const answer = processEnvelope(inbound, envelope);
+    return answer instanceof PipelineAnswer ? readJson(answer) : answer.then(readJson);
   };
 
-  async function processEnvelope(inbound: InboundMessage, envelope: DecodedEnvelope & { ok: true }): Promise<Answer> {
+  function processEnvelope(
+    inbound: InboundMessage,
+    envelope: DecodedEnvelope & { ok: true },
+  ): PipelineAnswer | Promise<PipelineAnswer> {
     // Every resource of the message against R4, before anything else (CONTRACT §11).
     const checked = validateMessage(envelope.bundle, options);
     const read = readMessage(envelope.bundle);
     const headerId = read.message?.header.id;
     const messageId = typeof headerId === "string" ? headerId : null;
-    if (!read.message) return notProcessed(400, mergeIssues({ envelope: read.issues }, checked.errors), { messageId });
+    if (!read.message)
+      return notProcessed(400, mergeIssues({ envelope: read.issues }, checked.errors), null, messageId);
 
     const message = read.message;
     const routed = routeMessage(message, deps.catalogue, inbound.path, options.basePath);
     const operation = routed.operation?.id ?? null;
     const issues = mergeIssues({ envelope: read.issues, operation: routed.issues }, checked.errors);
-    if (routed.rightPath) return notProcessed(404, issues, { operation, messageId });
+    if (routed.rightPath) return notProcessed(404, issues, operation, messageId);
     // A token without the operation's scope: 403, before the message's own problems.
     const forbidden = inbound.access && routed.operation ? authorize(inbound.access, routed.operation) : undefined;
-    if (forbidden) return refused(forbidden, { operation, messageId });
+    if (forbidden) return refused(forbidden, operation, messageId);
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,
@@ -215,17 +293,18 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
         scripted && operation !== null
           ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
           : undefined;
-      if (scripted && reply && reply.kind !== "built-in") {
-        const ruled = {
+      if (scripted && reply && reply.kind !== "built-in" && operation !== null && messageId !== null) {
+        const ruling = {
           rule: scripted.rule.name,
           delayMs: scripted.response.delayMs(deps.random),
           headers: reply.headers,
           trace,
         };
-        if (reply.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
-        return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
+        return scriptedAnswer(reply, operation, messageId, ruling);
       }
-      return { ...notProcessed(400, issues, { operation, messageId }), ...(trace ? { trace } : {}) };
+      const refusal = notProcessed(400, issues, operation, messageId);
+      if (trace) refusal.trace = trace;
+      return refusal;
     }
 
     const facts = factsOf(inbound, message, operation);
@@ -235,18 +314,15 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     const reply = scripted
       ? scriptedReply(scripted, scriptContext(inbound, message, operation, correlation))
       : undefined;
-    const ruled = {
+    const ruling: Ruling = {
       rule: scripted?.rule.name ?? null,
       delayMs: scripted?.response.delayMs(deps.random) ?? 0,
       headers: reply?.headers ?? {},
       trace,
     };
-    if (reply?.kind === "answer") return { ...answer(reply.status, reply.body, { operation, messageId }), ...ruled };
-    if (reply?.kind === "fault") {
-      return { ...answer(reply.status, undefined, { operation, messageId }), ...ruled, fault: reply.fault };
-    }
+    if (reply && reply.kind !== "built-in") return scriptedAnswer(reply, operation, messageId, ruling);
 
-    if (options.proxy) return forward({ operation, messageId, ...ruled });
+    if (options.proxy) return forward(operation, messageId).ruledBy(ruling);
 
     // Before a handler could touch the message.
     const bundle = message.bundle as unknown as Record<string, unknown>;
@@ -254,56 +330,68 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
       // Escaped again: a state file written before answers were escaped may hold the text as it was then.
       const serialized = escapeJsonText(earlier.body.text);
-      return {
-        ...answer(earlier.status, JSON.parse(serialized), { operation, messageId }),
-        duplicate: true,
-        ...ruled,
-        headers: { ...ruled.headers, "X-Sandbox-Duplicate": "true" },
-        serialized,
-      };
+      const body = JSON.parse(serialized);
+      const replayed = new PipelineAnswer(earlier.status, body, operation, messageId, responseCodeOf(body));
+      replayed.ruledBy(ruling);
+      replayed.duplicate = true;
+      replayed.headers = { ...ruling.headers, "X-Sandbox-Duplicate": "true" };
+      replayed.serialized = serialized;
+      return replayed;
     }
-    if (earlier)
-      return { ...answer(409, operationOutcome([reusedId(messageId, earlier)]), { operation, messageId }), ...ruled };
+    if (earlier) return outcome(409, [reusedId(messageId, earlier)], operation, messageId).ruledBy(ruling);
     const identity = messageIdentity(bundle, envelope.text, deps.texts);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
-    const result = await handler({ operation: routed.operation, message, focus: routed.focus }, deps);
-    if (result.kind === "invalid") return { ...notProcessed(400, result.issues, { operation, messageId }), ...ruled };
+    const result = handler({ operation: routed.operation, message, focus: routed.focus }, deps);
+    // Promise.resolve: a handler's thenable becomes a real promise, which the edge tells from an answer.
+    return isPending(result) ? Promise.resolve(result).then(handled) : handled(result);
 
-    // Warnings never refuse: an ok answer carries them in an OperationOutcome that response.details names.
-    const built =
-      result.kind === "ok"
-        ? answer(
-            200,
-            okMessage(
-              correlation,
-              result.resources,
-              deps,
-              result.focus,
-              clientTargets(result.resources, message),
-              checked.warnings,
-            ),
-            { operation, messageId },
-          )
-        : answer(
-            options.businessErrors === "http" ? 422 : 200,
-            errorMessage(correlation, "fatal-error", [...result.issues, ...checked.warnings], deps),
-            {
+    function handled(result: HandlerResult): PipelineAnswer {
+      if (result.kind === "invalid") return outcome(400, result.issues, operation, messageId).ruledBy(ruling);
+
+      // Warnings never refuse: an ok answer carries them in an OperationOutcome that response.details names.
+      const built =
+        result.kind === "ok"
+          ? new PipelineAnswer(
+              200,
+              okMessage(
+                correlation,
+                result.resources,
+                deps,
+                result.focus,
+                clientTargets(result.resources, message),
+                checked.warnings,
+              ),
               operation,
               messageId,
-            },
-          );
-    const serialized = bundleJson(built.body);
-    deps.replays.remember(messageId, {
-      status: built.status,
-      body: deps.texts.keep(serialized),
-      identity,
-      callId: inbound.call?.id,
-      at: inbound.call?.at ?? deps.now(),
-    });
-    return { ...built, ...ruled, serialized };
+              "ok",
+            )
+          : new PipelineAnswer(
+              options.businessErrors === "http" ? 422 : 200,
+              errorMessage(correlation, "fatal-error", [...result.issues, ...checked.warnings], deps),
+              operation,
+              messageId,
+              "fatal-error",
+            );
+      const serialized = bundleJson(built.body);
+      deps.replays.remember(messageId as string, {
+        status: built.status,
+        body: deps.texts.keep(serialized),
+        identity,
+        callId: inbound.call?.id,
+        at: inbound.call?.at ?? deps.now(),
+      });
+      built.serialized = serialized;
+      return built.ruledBy(ruling);
+    }
   }
+}
+
+/** The request body was JSON: the envelope could be read. */
+function readJson(answer: PipelineAnswer): Answer {
+  answer.requestJson = true;
+  return answer;
 }
 
 export type MessagePipeline = ReturnType<typeof createMessagePipeline>;
@@ -316,4 +404,11 @@ function reusedId(messageId: string, earlier: StoredAnswer): Issue {
     `MessageHeader id ${messageId} was already used by ${call} at ${earlier.at.toISOString()} for a message with different content; send a new MessageHeader id (only an exact resend may repeat one).`,
     "Bundle.entry[0].resource.id",
   );
+}
+
+/** The response.code of a response message's MessageHeader (its first entry), else null. */
+function responseCodeOf(body: unknown): string | null {
+  const entry = (body as { entry?: Array<{ resource?: { response?: { code?: unknown } } }> } | null)?.entry;
+  const code = Array.isArray(entry) ? entry[0]?.resource?.response?.code : undefined;
+  return typeof code === "string" ? code : null;
 }

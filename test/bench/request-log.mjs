@@ -1,5 +1,5 @@
-// What the request log costs per call, in-process: the line of a recorded call built (callEvent), serialized by
-// pino and written — as JSON (the default off a terminal: CI, Docker) and pretty — to /dev/null through the same
+// What the request log costs per call, in-process: the line of a recorded call built (callEvent), serialized
+// (directly, as pino would: jsonLine) and written — as JSON (the default off a terminal: CI, Docker) and pretty — to /dev/null through the same
 // synchronous pino destination the CLI uses, in batches as the log drains them; and the time of a whole in-process
 // add-allergy call with and without the log observing.
 import pino from "pino";
