@@ -243,9 +243,12 @@ function stamped(call: CallState, init: Record<string, string>, edge: boolean): 
   return headers;
 }
 
-/** Waits `ms`, or less if the client goes away first (its connection closes): the edge's delay. */
+/**
+ * Waits `ms`, or less if the client goes away first (its answer closes): the edge's delay, as the adapter's abort
+ * signal ends it. A pipelined answer has no socket until those before it are sent: it waits all the same.
+ */
 function untilGone(outgoing: ServerResponse, ms: number): Promise<void> {
-  if (outgoing.destroyed || outgoing.socket?.destroyed !== false) return Promise.resolve();
+  if (outgoing.destroyed) return Promise.resolve();
   return waitUnlessGone(ms, (done) => {
     outgoing.once("close", done);
     return () => outgoing.off("close", done);
