@@ -356,6 +356,8 @@ describe("the message fast path answers as the Hono app does", { timeout: 60_000
       { path: "/w/team-a/fhir/$process-message", headers: JSON_TYPE, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Sandbox-Workspace": "team-b" }, body: allergy() },
       { path: `/w/Not_Valid${STANDARD}`, headers: JSON_TYPE, body: allergy() },
+      { path: `/w/${STANDARD}`, headers: JSON_TYPE, body: allergy() },
+      { path: `/w/team-a/${STANDARD}`, headers: JSON_TYPE, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Sandbox-Workspace": "no way" }, body: allergy() },
       // Scenario rules: scripted answers, faults, a delay, headers Headers or Node refuse.
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "teapot" }, body: allergy() },
