@@ -39,20 +39,58 @@ export function readIncoming(
       finish({ ok: true, text: bytes.toString("utf8") });
     };
     // The adapter's messages: the stream's error, else its own for a connection closed before the end.
-    const onError = (error: Error) => finish({ ok: false, tooLarge: false, error: error.message });
+    const onError = (error: Error) => {
+      if (!recover()) finish({ ok: false, tooLarge: false, error: error.message });
+    };
     const onClose = () => {
       if (incoming.readableEnded) return onEnd();
+      if (recover()) return;
       finish({
         ok: false,
         tooLarge: false,
         error: incoming.errored?.message ?? "Client connection prematurely closed.",
       });
     };
+    /** A body the client sent whole before it reset: read from what Node kept, as the adapter reads it. */
+    const recover = () => {
+      const kept = keptBeforeReset(incoming, chunks, contentLength);
+      if (kept === undefined) return false;
+      if (kept instanceof Error) finish({ ok: false, tooLarge: false, error: kept.message });
+      else if (kept.byteLength > limit) finish({ ok: false, tooLarge: true, limit });
+      else finish({ ok: true, text: kept.toString("utf8") });
+      return true;
+    };
     incoming.on("data", onData);
     incoming.on("end", onEnd);
     incoming.on("error", onError);
     incoming.on("close", onClose);
+    // Read late (after an OAuth2 token was verified), the request may be over already: its events are past.
+    if (incoming.readableEnded) onEnd();
+    else if (incoming.errored) onError(incoming.errored);
+    else if (incoming.destroyed) onClose();
   });
+}
+
+/**
+ * The adapter's recovery of a request the client sent whole and then reset (Node aborts it, unread, keeping what
+ * it had parsed): the body, an Error the adapter would reject with, or undefined where there is nothing to recover.
+ */
+function keptBeforeReset(
+  incoming: IncomingMessage,
+  chunks: Buffer[],
+  contentLength: string | null,
+): Buffer | Error | undefined {
+  if (!incoming.complete || !incoming.readableAborted) return undefined;
+  const errored = incoming.errored as NodeJS.ErrnoException | null;
+  if (errored && errored.code !== "ECONNRESET") return errored;
+  const rest = incoming.read() as Buffer | null;
+  if (rest !== null) chunks.push(rest);
+  const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+  // A body shorter or longer than declared is not the message sent: the adapter's own error.
+  if (contentLength !== null && /^\d+$/.test(contentLength) && body.byteLength !== Number(contentLength)) {
+    return new TypeError("Body is unusable");
+  }
+  return body;
 }
 
 /** How long, and how much, a body left unread is drained before its connection is closed: the adapter's figures. */

@@ -15,7 +15,7 @@ import { answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-r
 import { drainAfterAnswer, readIncoming } from "./node-body.js";
 import { RawHeaders, rawHeader } from "./raw-headers.js";
 import { announceCall, type CallOwner, callDraft, type RecorderDeps, stampCall } from "./record-calls.js";
-import { decideWorkspace, unknownWorkspace, type WorkspaceChoiceDeps } from "./workspace-choice.js";
+import { decideWorkspace, unknownWorkspace, unprefixedPath, type WorkspaceChoiceDeps } from "./workspace-choice.js";
 
 // The message paths on plain node:http: the same edge as the Hono app's (host check, CORS, recorder, workspace
 // choice, message route), called as functions on the Node request, without building a web Request, a Hono context
@@ -54,17 +54,9 @@ const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
 /** A Host the adapter puts into the request URL as written (its own test): others are declined. */
 const PLAIN_HOST = /^[a-z0-9._-]+(?::(?:[1-5]\d{3,4}|[6-9]\d{3}))?$/;
 
-const WORKSPACE_PREFIX = "/w/";
-
 /** The routed path (Hono's, without a /w/{workspace} prefix) and catalogue path of a message path, else undefined. */
 function messageTarget(url: string, paths: ReadonlyMap<string, string>): { routed: string; path: string } | undefined {
-  let routed = url;
-  if (url.startsWith(WORKSPACE_PREFIX)) {
-    const end = url.indexOf("/", WORKSPACE_PREFIX.length);
-    // An empty name is the workspace choice's 400 on Hono's side.
-    if (end <= WORKSPACE_PREFIX.length) return undefined;
-    routed = url.slice(end);
-  }
+  const routed = unprefixedPath(url);
   const path = paths.get(routed);
   return path === undefined ? undefined : { routed, path };
 }
@@ -243,9 +235,12 @@ function stamped(call: CallState, init: Record<string, string>, edge: boolean): 
   return headers;
 }
 
-/** Waits `ms`, or less if the client goes away first (its connection closes): the edge's delay. */
+/**
+ * Waits `ms`, or less if the client goes away first (its answer closes): the edge's delay, as the adapter's abort
+ * signal ends it. A pipelined answer has no socket until those before it are sent: it waits all the same.
+ */
 function untilGone(outgoing: ServerResponse, ms: number): Promise<void> {
-  if (outgoing.destroyed || outgoing.socket?.destroyed !== false) return Promise.resolve();
+  if (outgoing.destroyed) return Promise.resolve();
   return waitUnlessGone(ms, (done) => {
     outgoing.once("close", done);
     return () => outgoing.off("close", done);

@@ -31,7 +31,11 @@ function prefixed(path: string): string | undefined {
  *   new Hono({ getPath: routedPath }); // /w/team-a/__admin/calls is routed as /__admin/calls
  */
 export function routedPath(request: Request): string {
-  const path = getPath(request);
+  return unprefixedPath(getPath(request));
+}
+
+/** A request path without its `/w/{workspace}` prefix: the path routedPath routes by (the Node message path's too). */
+export function unprefixedPath(path: string): string {
   const name = prefixed(path);
   if (name === undefined) return path;
   return path.slice(PREFIX.length + name.length) || "/";

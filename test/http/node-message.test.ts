@@ -43,6 +43,9 @@ const RULES = `rules:
   - name: slow
     when: { headers: { X-Fault: delay } }
     respond: { builtIn: true, delay: 30, headers: { X-Extra: "  padded  " } }
+  - name: slower
+    when: { headers: { X-Fault: long-delay } }
+    respond: { builtIn: true, delay: 600 }
   - name: teapot
     when: { headers: { X-Fault: teapot } }
     respond:
@@ -143,9 +146,8 @@ interface Sent {
   giveUpMs?: number;
 }
 
-/** Sends one request as raw bytes on a fresh connection; resolves with every byte received, and the socket's error. */
-function rawExchange(url: string, sent: Sent): Promise<{ received: string; error?: string }> {
-  const { hostname, port } = new URL(url);
+/** A request as raw bytes; `close`: it asks to close the connection after its answer (else keep-alive). */
+function requestBytes(sent: Sent, close = true): string {
   const body = sent.body ?? "";
   const lines = [
     `${sent.method ?? "POST"} ${sent.path} HTTP/1.1`,
@@ -154,21 +156,45 @@ function rawExchange(url: string, sent: Sent): Promise<{ received: string; error
     ...(sent.method === "GET"
       ? []
       : [sent.chunked ? "Transfer-Encoding: chunked" : `Content-Length: ${Buffer.byteLength(body)}`]),
-    "Connection: close",
+    `Connection: ${close ? "close" : "keep-alive"}`,
   ];
   const payload = sent.chunked ? `${Buffer.byteLength(body).toString(16)}\r\n${body}\r\n0\r\n\r\n` : body;
+  return `${lines.join("\r\n")}\r\n\r\n${payload}`;
+}
+
+/** Sends one request as raw bytes on a fresh connection; resolves with every byte received, and the socket's error. */
+function rawExchange(url: string, sent: Sent): Promise<{ received: string; error?: string }> {
+  return pipelined(url, [sent], sent.giveUpMs);
+}
+
+/**
+ * Sends requests in one write on a fresh connection (pipelined; the last asks to close). Resolves with every byte
+ * received, the socket's error, and when (ms after sending) each piece arrived.
+ */
+function pipelined(
+  url: string,
+  sents: Sent[],
+  giveUpMs?: number,
+): Promise<{ received: string; error?: string; arrivals: number[] }> {
+  const { hostname, port } = new URL(url);
+  const bytes = sents.map((sent, i) => requestBytes(sent, i === sents.length - 1)).join("");
   return new Promise((resolve) => {
     const socket = connect(Number(port), hostname);
     let received = "";
+    const arrivals: number[] = [];
+    const sentAt = performance.now();
     socket.setEncoding("latin1");
     socket.on("data", (chunk: string) => {
       received += chunk;
+      arrivals.push(performance.now() - sentAt);
     });
-    socket.on("error", (error: NodeJS.ErrnoException) => resolve({ received, error: error.code ?? error.message }));
-    socket.on("end", () => resolve({ received }));
-    socket.on("close", () => resolve({ received }));
-    if (sent.giveUpMs !== undefined) setTimeout(() => socket.destroy(), sent.giveUpMs);
-    socket.write(`${lines.join("\r\n")}\r\n\r\n${payload}`);
+    socket.on("error", (error: NodeJS.ErrnoException) =>
+      resolve({ received, error: error.code ?? error.message, arrivals }),
+    );
+    socket.on("end", () => resolve({ received, arrivals }));
+    socket.on("close", () => resolve({ received, arrivals }));
+    if (giveUpMs !== undefined) setTimeout(() => socket.destroy(), giveUpMs);
+    socket.write(bytes);
   });
 }
 
@@ -330,6 +356,8 @@ describe("the message fast path answers as the Hono app does", { timeout: 60_000
       { path: "/w/team-a/fhir/$process-message", headers: JSON_TYPE, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Sandbox-Workspace": "team-b" }, body: allergy() },
       { path: `/w/Not_Valid${STANDARD}`, headers: JSON_TYPE, body: allergy() },
+      { path: `/w/${STANDARD}`, headers: JSON_TYPE, body: allergy() },
+      { path: `/w/team-a/${STANDARD}`, headers: JSON_TYPE, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Sandbox-Workspace": "no way" }, body: allergy() },
       // Scenario rules: scripted answers, faults, a delay, headers Headers or Node refuse.
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "teapot" }, body: allergy() },
@@ -426,5 +454,32 @@ describe("the message fast path answers as the Hono app does", { timeout: 60_000
     await rawExchange(t.fast.url, { method: "GET", path: "/__admin/health" });
     await rawExchange(t.fast.url, { method: "GET", path: STANDARD });
     expect(t.honoCalls()).toBe(2);
+  });
+});
+
+describe("the message fast path on one connection", { timeout: 60_000 }, () => {
+  it("pipelined messages: each waits its own delay, a timeout fault holds the answers before it", async () => {
+    const t = await trio({});
+    const delayed = (fault: string) => ({
+      path: STANDARD,
+      headers: { ...JSON_TYPE, "X-Fault": fault },
+      body: allergy(),
+    });
+    // The second answer waits its 600 ms though the first (30 ms) is still being written when its delay starts.
+    const delays = [delayed("delay"), delayed("long-delay")];
+    for (const server of [t.fast, t.hono]) {
+      const both = await pipelined(server.url, delays);
+      expect(both.received.match(/HTTP\/1\.1 200 /g)).toHaveLength(2);
+      const secondAt = both.arrivals.at(-1) as number;
+      // Generous: the machine is loaded, but a skipped delay answers both at once (well under 600 ms).
+      expect(secondAt, server === t.fast ? "fast" : "hono").toBeGreaterThanOrEqual(500);
+    }
+    // A timeout fault behind a delayed answer: the delayed answer is sent, then nothing until the client gives up.
+    const sents = [delayed("delay"), delayed("timeout")];
+    const fast = await pipelined(t.fast.url, sents, 400);
+    const hono = await pipelined(t.hono.url, sents, 400);
+    expect(withoutDate(fast.received)).toBe(withoutDate(hono.received));
+    expect(fast.received).toMatch(/^HTTP\/1\.1 200 /);
+    await sameRecords({ ...t, apps: { ...t.apps, inProcess: t.apps.hono } });
   });
 });
