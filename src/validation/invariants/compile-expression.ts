@@ -33,6 +33,7 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
       },
       t: step.type,
       safe: base.safe === true,
+      envOnly: base.envOnly === true && e.target !== undefined,
     };
   }
   const choice = choiceKeys(step.keys, step.shapes);
@@ -43,13 +44,14 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
     },
     t: step.type,
     safe: base.safe === true,
+    envOnly: base.envOnly === true && e.target !== undefined,
   };
 }
 
 function compileConst(name: string, scope: Scope): Compiled {
   if (name === "ucum") {
     const c = [UCUM];
-    return { f: () => c, t: STRING, safe: true };
+    return { f: () => c, t: STRING, safe: true, envOnly: true };
   }
   if (name !== "resource" && name !== "rootResource") throw new Unsupported(`%${name}`);
   const resource = name === "resource";
@@ -70,6 +72,7 @@ function compileConst(name: string, scope: Scope): Compiled {
     },
     t: owner !== undefined ? { k: "fhir", code: owner } : { k: "resource" },
     safe: true,
+    envOnly: true,
   };
 }
 
@@ -87,15 +90,15 @@ export function compile(e: Expr, scope: Scope): Compiled {
       return { f: (_focus, _env, self) => self, t: scope.self, safe: true };
     case "string": {
       const c = [e.value];
-      return { f: () => c, t: STRING, safe: true };
+      return { f: () => c, t: STRING, safe: true, envOnly: true };
     }
     case "number": {
       const c = [e.value];
-      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" }, safe: true };
+      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" }, safe: true, envOnly: true };
     }
     case "boolean": {
       const c = [e.value];
-      return { f: () => c, t: BOOLEAN, safe: true, bool: true };
+      return { f: () => c, t: BOOLEAN, safe: true, bool: true, envOnly: true };
     }
     case "const":
       return compileConst(e.name, scope);
