@@ -9,6 +9,9 @@ export interface BindingProblem {
   says: string;
 }
 
+/** No problem: one shared empty list, as most bound values are fine. */
+const NONE: readonly never[] = Object.freeze([]);
+
 /** A value set's codes by system, or undefined when R4's definitions cannot expand it. */
 interface Expansion {
   bySystem: Map<string, Set<string>>;
@@ -62,24 +65,28 @@ const vsName = (url: string) => url.replace("http://hl7.org/fhir/ValueSet/", "")
  *
  * @example bindingProblems("code", "severe", { strength: "required", valueSet: ".../allergy-intolerance-criticality" })
  */
-export function bindingProblems(type: string, value: unknown, binding: Binding): BindingProblem[] {
+export function bindingProblems(type: string, value: unknown, binding: Binding): readonly BindingProblem[] {
   const vs = expansion(binding.valueSet);
-  if (!vs) return [];
-  if (type === "Coding") return isObject(value) ? codingProblems(value, vs, binding, -1, true) : [];
+  if (!vs) return NONE;
+  if (type === "Coding") return isObject(value) ? codingProblems(value, vs, binding, -1, true) : NONE;
   if (type === "CodeableConcept") {
-    if (!isObject(value)) return [];
-    const codings = Array.isArray(value.coding) ? value.coding : [];
-    const problems: BindingProblem[] = [];
+    if (!isObject(value)) return NONE;
+    const codings: readonly unknown[] = Array.isArray(value.coding) ? value.coding : NONE;
+    let problems: BindingProblem[] | undefined;
     let fromSet = false;
-    codings.forEach((coding: unknown, i: number) => {
-      if (!isObject(coding)) return;
+    for (let i = 0; i < codings.length; i++) {
+      const coding = codings[i];
+      if (!isObject(coding)) continue;
       if (typeof coding.system === "string" && vs.bySystem.has(coding.system)) {
         const own = codingProblems(coding, vs, binding, i, false);
         if (own.length === 0) fromSet = true;
-        problems.push(...own);
+        else {
+          problems ??= [];
+          problems.push(...own);
+        }
       }
-    });
-    if (problems.length > 0) return problems;
+    }
+    if (problems !== undefined) return problems;
     if (!fromSet) {
       return [
         {
@@ -88,10 +95,10 @@ export function bindingProblems(type: string, value: unknown, binding: Binding):
         },
       ];
     }
-    return [];
+    return NONE;
   }
   // code, string, uri: the value itself.
-  if (typeof value !== "string" || vs.all.has(value)) return [];
+  if (typeof value !== "string" || vs.all.has(value)) return NONE;
   return [{ at: "", says: `${JSON.stringify(value)} is not in ${where(binding)}; allowed: ${vs.listed}.` }];
 }
 
@@ -105,12 +112,12 @@ function codingProblems(
   binding: Binding,
   index: number,
   needSystem: boolean,
-): BindingProblem[] {
+): readonly BindingProblem[] {
   const { system, code } = coding;
-  if (typeof code !== "string") return [];
+  if (typeof code !== "string") return NONE;
   const codes = typeof system === "string" ? vs.bySystem.get(system) : undefined;
-  if (codes?.has(code)) return [];
-  if (!codes && !needSystem) return [];
+  if (codes?.has(code)) return NONE;
+  if (!codes && !needSystem) return NONE;
   const systems = [...vs.bySystem.keys()].join(" or ");
   return [
     {

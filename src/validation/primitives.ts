@@ -96,6 +96,8 @@ function build(type: string): PrimitiveCheck {
     says: `${JSON.stringify(value)} is not a valid ${type}: expected ${wanted}.`,
   });
   const kind = def.json;
+  const text = type === "string" || type === "markdown";
+  const date = DATE_TYPES.has(type);
   return (value) => {
     if (typeof value !== kind) {
       return {
@@ -122,13 +124,13 @@ function build(type: string): PrimitiveCheck {
       return { code: "value", says: `is longer than ${def.maxLength} characters, the limit of a FHIR ${type}.` };
     }
     if (regex && !regex.test(s)) return wrongFormat(value);
-    if ((type === "string" || type === "markdown") && CONTROL.test(s)) {
+    if (text && CONTROL.test(s)) {
       return {
         code: "value",
         says: `contains a control character (below U+0020 other than tab, CR and LF), which FHIR ${type}s do not carry.`,
       };
     }
-    if (DATE_TYPES.has(type) && !isCalendarDate(s)) {
+    if (date && !isCalendarDate(s)) {
       return {
         code: "value",
         says: `${JSON.stringify(s)} is not a real calendar date (FHIR ${type}: dates SHALL be valid dates).`,
@@ -141,12 +143,21 @@ function build(type: string): PrimitiveCheck {
 /** Day within its month (leap years included), for values that already match the R4 regular expression. */
 function isCalendarDate(s: string): boolean {
   if (s.length < 10) return true;
-  const year = Number(s.slice(0, 4));
-  const month = Number(s.slice(5, 7));
-  const day = Number(s.slice(8, 10));
-  const leap = (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0;
-  const days = [31, leap ? 29 : 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31][month - 1] ?? 0;
-  return day <= days;
+  const year = digits(s, 0, 4);
+  const month = digits(s, 5, 7);
+  const day = digits(s, 8, 10);
+  if (month === 2) return day <= ((year % 4 === 0 && year % 100 !== 0) || year % 400 === 0 ? 29 : 28);
+  return day <= (DAYS[month - 1] ?? 0);
+}
+
+/** Days of each month in a common year. */
+const DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+/** The number written by the ASCII digits s[from, to) (the R4 expression has checked they are digits). */
+function digits(s: string, from: number, to: number): number {
+  let n = 0;
+  for (let i = from; i < to; i++) n = n * 10 + (s.charCodeAt(i) - 48);
+  return n;
 }
 
 export function describe(value: unknown): string {

@@ -3,6 +3,11 @@ import { isResourceType } from "./r4/definitions.js";
 
 /** A RESTful URL or relative reference: [base/]Type/id[/_history/version]. */
 const RESTFUL = /(?:^|\/)([A-Z][A-Za-z]+)\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[A-Za-z0-9\-.]{1,64})?$/;
+// Made once: a literal in a function body is a new RegExp each time it runs.
+const LEADING_SLASH = /^\//;
+const HISTORY = /\/_history\/.*$/;
+const SCHEME = /^[a-z][a-z0-9+.-]*:/i;
+const HTTP = /^https?:\/\//;
 
 /**
  * The entries of a Bundle by fullUrl and by `Type/id`, for resolving
@@ -33,11 +38,11 @@ export class BundleReferences {
     const base = holderUrl ? RESTFUL.exec(holderUrl) : null;
     if (base && holderUrl) {
       const root = holderUrl.slice(0, holderUrl.length - base[0].length);
-      const found = this.#byUrl.get(`${root}/${reference.replace(/^\//, "")}`);
+      const found = this.#byUrl.get(`${root}/${reference.replace(LEADING_SLASH, "")}`);
       if (found) return found;
     }
     // Clients commonly write Patient/{id} for an entry whose fullUrl is a urn:uuid; the sandbox resolves those too.
-    return this.#byTypeId.get(reference.replace(/\/_history\/.*$/, ""));
+    return this.#byTypeId.get(reference.replace(HISTORY, ""));
   }
 }
 
@@ -72,12 +77,12 @@ export function referenceProblem(
   let type = resolved;
   if (!type) {
     const m = RESTFUL.exec(reference);
-    if (m && !/^[a-z][a-z0-9+.-]*:/i.test(reference)) {
+    if (m && !SCHEME.test(reference)) {
       if (!isResourceType(m[1] as string)) {
         return { code: "structure", says: `${JSON.stringify(reference)}: ${m[1]} is not an R4 resource type.` };
       }
       type = m[1];
-    } else if (m && /^https?:\/\//.test(reference) && isResourceType(m[1] as string)) {
+    } else if (m && HTTP.test(reference) && isResourceType(m[1] as string)) {
       type = m[1];
     }
   }

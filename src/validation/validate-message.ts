@@ -25,16 +25,15 @@ export interface MessageValidation {
  * @example validateMessage(bundle, { validation: "strict", emiratesIdCheck: "error", emiratesIdSystem: "urn:ae:emirates-id" })
  */
 export function validateMessage(bundle: Record<string, unknown>, policy: ValidationPolicy): MessageValidation {
-  const base = { emiratesIdSystem: policy.emiratesIdSystem, emiratesIdCheck: policy.emiratesIdCheck };
-  if (policy.validation === "off") {
-    return { errors: validateResource(bundle, { ...base, mode: "shape", emiratesIdCheck: "off" }), warnings: [] };
-  }
-  const all = validateResource(bundle, { ...base, mode: "full" });
+  const { emiratesIdSystem, emiratesIdCheck } = policy;
+  const shapeOnly = { mode: "shape", emiratesIdSystem, emiratesIdCheck: "off" } as const;
+  if (policy.validation === "off") return { errors: validateResource(bundle, shapeOnly), warnings: [] };
+  const all = validateResource(bundle, { mode: "full", emiratesIdSystem, emiratesIdCheck });
   if (all.length === 0) return { errors: all, warnings: [] };
   const errors = all.filter((i) => i.severity === "error" || i.severity === "fatal");
   const warnings = all.filter((i) => i.severity === "warning" || i.severity === "information");
   if (policy.validation === "strict") return { errors, warnings };
-  const shape = validateResource(bundle, { ...base, mode: "shape", emiratesIdCheck: "off" });
+  const shape = validateResource(bundle, shapeOnly);
   const blocking = new Set(shape.map(key));
   return {
     errors: shape,

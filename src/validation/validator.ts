@@ -9,7 +9,7 @@ import {
   validationStopped,
 } from "../fhir/outcome.js";
 import { bindingProblems, unknownCodeOf } from "./bindings.js";
-import { type CompiledType, compiledType, type Slot } from "./compiled-types.js";
+import { type CompiledType, compiledType, type Invariant, type Slot } from "./compiled-types.js";
 import type { InvariantEnv } from "./invariants/compile-invariant.js";
 import { describe } from "./primitives.js";
 import { isResourceType } from "./r4/definitions.js";
@@ -35,13 +35,13 @@ export interface ValidatorOptions {
  *   // → [{ severity: "error", code: "code-invalid", expression: ["Bundle.entry[1].resource.criticality"], … }]
  */
 export function validateResource(resource: Record<string, unknown>, options: ValidatorOptions): Issue[] {
-  const walk = new Walk(options, resource);
   const type = resource.resourceType;
   if (typeof type !== "string" || !isResourceType(type)) {
     return [issue("structure", `${describeType(type)} is not an R4 resource type.`, undefined)];
   }
+  const walk = new Walk(options, resource, type);
   try {
-    walk.resource(resource, type, type, undefined, true);
+    walk.resource(resource, type, undefined, true);
   } catch (error) {
     if (error !== STOPPED) throw error;
     return [...walk.finish(), validationStopped(MAX_VALIDATION_ISSUES)];
@@ -75,21 +75,34 @@ class Walk {
   #containedId: string | undefined;
   /** How many unknown names got a "did you mean" so far. */
   #hints = 0;
+  /**
+   * Where the walk is: the root's type, then the key and item index (-1: a single value) of each element entered.
+   * The FHIRPath of a node is joined from them only when a problem is reported there: most nodes are valid.
+   */
+  readonly #root: string;
+  readonly #keys: string[] = [];
+  readonly #indexes: number[] = [];
+  #depth = 0;
 
   constructor(
     private readonly options: ValidatorOptions,
     root: Record<string, unknown>,
+    rootType: string,
   ) {
     this.#full = options.mode === "full";
     this.#references = root.resourceType === "Bundle" ? new BundleReferences(root) : undefined;
+    this.#root = rootType;
   }
 
   finish(): Issue[] {
     // A code outside a required value set is also unknown to its code system: one problem, reported once, as the error.
-    const codeErrorAt = new Set<string | undefined>();
+    let codeErrorAt: Set<string | undefined> | undefined;
     for (const i of this.#issues)
-      if (i.severity === "error" && i.code === "code-invalid") codeErrorAt.add(i.expression?.[0]);
-    if (codeErrorAt.size === 0) return this.#issues;
+      if (i.severity === "error" && i.code === "code-invalid") {
+        codeErrorAt ??= new Set();
+        codeErrorAt.add(i.expression?.[0]);
+      }
+    if (codeErrorAt === undefined) return this.#issues;
     const issues = this.#issues.filter(
       (i) =>
         i.severity === "error" ||
@@ -106,21 +119,43 @@ class Walk {
     if (this.#issues.push(issue(code, diagnostics, path, severity)) >= MAX_VALIDATION_ISSUES) throw STOPPED;
   }
 
-  /** A resource at `path`; `root` when it starts a new %rootResource (not a contained one). */
-  resource(value: Record<string, unknown>, type: string, path: string, outer: InvariantEnv | undefined, root: boolean) {
-    const env: InvariantEnv = { resource: value, rootResource: root || !outer ? value : outer.rootResource };
+  #enter(key: string, index: number): void {
+    this.#keys[this.#depth] = key;
+    this.#indexes[this.#depth] = index;
+    this.#depth++;
+  }
+
+  #leave(): void {
+    this.#depth--;
+  }
+
+  /** The FHIRPath of the node being walked, or of item `index` (-1: the single value) of its element `key`. */
+  #at(key?: string, index = -1): string {
+    let path = this.#root;
+    for (let d = 0; d < this.#depth; d++) path = pathOf(path, this.#keys[d] as string, this.#indexes[d] as number);
+    return key === undefined ? path : pathOf(path, key, index);
+  }
+
+  /** The resource being walked to; `root` when it starts a new %rootResource (not a contained one). */
+  resource(value: Record<string, unknown>, type: string, outer: InvariantEnv | undefined, root: boolean) {
+    const env: InvariantEnv = {
+      resource: value,
+      rootResource: root || !outer ? value : outer.rootResource,
+      resourceFocus: undefined,
+      rootResourceFocus: undefined,
+    };
     if (!root) {
       // A contained resource: its local references count for its container (dom-3 reads %resource.descendants()).
       const saved = this.#containedId;
       this.#containedId = typeof value.id === "string" ? value.id : undefined;
-      this.#object(value, compiledType(type), path, env, type);
+      this.#object(value, compiledType(type), env, type);
       this.#containedId = saved;
       return;
     }
     const saved = this.#local;
     this.#local = value.contained !== undefined ? { references: new Set(), toContainer: new Set() } : undefined;
-    this.#object(value, compiledType(type), path, env, type);
-    if (this.#full && this.#local && Array.isArray(value.contained)) this.#dom3(value.contained, type, path);
+    this.#object(value, compiledType(type), env, type);
+    if (this.#full && this.#local && Array.isArray(value.contained)) this.#dom3(value.contained, type);
     this.#local = saved;
   }
 
@@ -129,7 +164,7 @@ class Walk {
    * evaluate): each contained resource is referred to as `#id` by a Reference or a canonical, uri or url of its
    * container, or refers to the container itself with `#`.
    */
-  #dom3(contained: unknown[], type: string, path: string): void {
+  #dom3(contained: unknown[], type: string): void {
     const local = this.#local;
     if (!local) return;
     for (const c of contained) {
@@ -138,7 +173,7 @@ class Walk {
       this.#add(
         "invariant",
         `dom-3: the contained resource "${c.id}" is not referred to from elsewhere in the ${type} ("#${c.id}"); a contained resource SHALL be referred to from its container or refer to it.`,
-        path,
+        this.#at(),
       );
     }
   }
@@ -152,8 +187,11 @@ class Walk {
     } else local.references.add(value);
   }
 
-  #object(value: Record<string, unknown>, type: CompiledType, path: string, env: InvariantEnv, label: string): void {
+  #object(value: Record<string, unknown>, type: CompiledType, env: InvariantEnv, label: string): void {
     const full = this.#full;
+    // The first choice element met, and its key; a map only for an object with more than one (rare).
+    let choiceName: string | undefined;
+    let choiceKey: string | undefined;
     let seenChoice: Map<string, string> | undefined;
     let keys = 0;
     for (const key in value) {
@@ -161,43 +199,52 @@ class Walk {
       if (key === "resourceType") continue;
       const child = value[key];
       if (key.charCodeAt(0) === 95 /* _ */) {
-        this.#primitiveExtension(key, child, value, type, path, env, label);
+        this.#primitiveExtension(key, child, value, type, env, label);
         continue;
       }
       const slot = type.slots.get(key);
       if (!slot) {
-        if (full) this.#unknown(key, type, path, label);
+        if (full) this.#unknown(key, type, label);
         continue;
       }
       if (slot.element.choice && full) {
-        seenChoice ??= new Map();
-        const other = seenChoice.get(slot.name);
+        let other: string | undefined;
+        if (choiceName === undefined) {
+          choiceName = slot.name;
+          choiceKey = key;
+        } else if (choiceName === slot.name) other = choiceKey;
+        else {
+          seenChoice ??= new Map();
+          other = seenChoice.get(slot.name);
+          if (!other) seenChoice.set(slot.name, key);
+        }
         if (other) {
           this.#add(
             "structure",
             `${label}.${slot.name}[x] takes one value, but both ${other} and ${key} are given; keep one.`,
-            `${path}${step(key)}`,
+            this.#at(key),
           );
-        } else seenChoice.set(slot.name, key);
+        }
       }
       if (slot.repeating) {
         if (!Array.isArray(child)) {
           this.#add(
             "structure",
             `${label}.${key} repeats in R4 and must be a JSON array (wrap a single value in [ ]), found ${describe(child)}.`,
-            `${path}${step(key)}`,
+            this.#at(key),
           );
           continue;
         }
         if (child.length === 0) {
-          if (full) this.#add("structure", `${label}.${key} is an empty array; leave the element out instead.`, path);
+          if (full)
+            this.#add("structure", `${label}.${key} is an empty array; leave the element out instead.`, this.#at());
           continue;
         }
         if (full && slot.element.max > 0 && child.length > slot.element.max) {
           this.#add(
             "structure",
             `${label}.${key} allows at most ${slot.element.max} values, found ${child.length}.`,
-            `${path}${step(key)}`,
+            this.#at(key),
           );
         }
         for (let i = 0; i < child.length; i++) {
@@ -207,48 +254,52 @@ class Walk {
             const extensions = value[`_${key}`];
             if (!(slot.primitive && Array.isArray(extensions) && isObject(extensions[i]))) {
               // FHIRPath drops nulls, so the item cannot be pointed at: its parent is.
-              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, path);
+              this.#add("structure", `${label}.${key}[${i}] is null; JSON null is not a FHIR value.`, this.#at());
             }
             continue;
           }
-          this.#value(item, slot, path, key, i, env, label);
+          this.#value(item, slot, key, i, env, label);
         }
       } else if (Array.isArray(child)) {
         this.#add(
           "structure",
           `${label}.${key} does not repeat in R4: give a single value, not an array.`,
-          `${path}${step(key)}`,
+          this.#at(key),
         );
       } else if (child === null) {
-        this.#add("structure", `${label}.${key} is null; JSON null is not a FHIR value (leave the element out).`, path);
+        this.#add(
+          "structure",
+          `${label}.${key} is null; JSON null is not a FHIR value (leave the element out).`,
+          this.#at(),
+        );
       } else {
-        this.#value(child, slot, path, key, -1, env, label);
+        this.#value(child, slot, key, -1, env, label);
       }
     }
     if (!full) return;
     if (keys === 0 || (keys === 1 && "id" in value)) {
-      this.#add("structure", `${label} is empty: an element must have a value or children (ele-1).`, path);
+      this.#add("structure", `${label} is empty: an element must have a value or children (ele-1).`, this.#at());
     }
     for (const req of type.required) {
       if (!hasAny(value, req.present)) {
         const names = req.keys.length > 1 ? `${req.name}[x] (${req.keys.join(", ")})` : req.name;
-        this.#add("required", `${label}.${names} is required (at least ${req.min}) but missing.`, path);
+        this.#add("required", `${label}.${names} is required (at least ${req.min}) but missing.`, this.#at());
       }
     }
-    this.#invariants(type.invariants, value, path, env);
+    this.#invariants(type.invariants, value, env);
   }
 
   /**
-   * The value of `owner`'s element `key` (item `index` of it, or -1 for a single value) under `parent`. Paths and
-   * names are joined only when a problem needs them or a child object is walked: most values are valid primitives.
+   * The value of `owner`'s element `key` (item `index` of it, or -1 for a single value) under the node being walked.
+   * Names are joined only when a problem needs them: most values are valid primitives.
    */
-  #value(value: unknown, slot: Slot, parent: string, key: string, index: number, env: InvariantEnv, owner: string) {
+  #value(value: unknown, slot: Slot, key: string, index: number, env: InvariantEnv, owner: string) {
     const full = this.#full;
     if (slot.primitive) {
       const problem = slot.primitive(value);
       if (problem) {
         if (full || problem.code === "structure") {
-          this.#add(problem.code, `${owner}.${key} ${problem.says}`, pathOf(parent, key, index));
+          this.#add(problem.code, `${owner}.${key} ${problem.says}`, this.#at(key, index));
         }
         return;
       }
@@ -261,21 +312,20 @@ class Walk {
       ) {
         this.#localReference(value);
       }
-      if (slot.binding) this.#binding(slot, value, parent, key, index, owner);
+      if (slot.binding) this.#binding(slot, value, key, index, owner);
       if (slot.xhtml && typeof value === "string") {
         for (const p of xhtmlProblems(value)) {
-          this.#add("invariant", `${owner}.${key}: ${p.says}`, pathOf(parent, key, index));
+          this.#add("invariant", `${owner}.${key}: ${p.says}`, this.#at(key, index));
         }
       }
-      if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, pathOf(parent, key, index), env);
+      if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, key, index);
       return;
     }
-    const path = pathOf(parent, key, index);
     if (!isObject(value)) {
       this.#add(
         "structure",
         `${owner}.${key} must be a JSON object (FHIR ${slot.type}), found ${describe(value)}.`,
-        path,
+        this.#at(key, index),
       );
       return;
     }
@@ -285,31 +335,36 @@ class Walk {
         this.#add(
           "structure",
           `${owner}.${key}: ${describeType(rt)} is not an R4 resource type; every resource needs a known resourceType.`,
-          path,
+          this.#at(key, index),
         );
         return;
       }
       const saved = this.#entryUrl;
-      this.resource(value, rt, path, env, slot.name !== "contained");
+      this.#enter(key, index);
+      this.resource(value, rt, env, slot.name !== "contained");
+      this.#leave();
       this.#entryUrl = saved;
       return;
     }
     if (slot.type === "Bundle.entry") this.#entryUrl = typeof value.fullUrl === "string" ? value.fullUrl : undefined;
     slot.child ??= compiledType(slot.type);
-    this.#object(value, slot.child, path, env, slot.type);
+    this.#enter(key, index);
+    this.#object(value, slot.child, env, slot.type);
+    this.#leave();
     if (!full) return;
-    if (slot.binding) this.#binding(slot, value, parent, key, index, owner);
-    if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, path, env);
+    if (slot.binding) this.#binding(slot, value, key, index, owner);
+    if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, key, index);
     switch (slot.special) {
       case "Reference":
-        this.#reference(value, slot, path, `${owner}.${key}`);
+        this.#reference(value, slot, key, index, owner);
         break;
       case "Identifier":
-        this.#emiratesId(value, path);
+        this.#emiratesId(value, key, index);
         break;
       case "Coding": {
         const unknown = unknownCodeOf(value);
-        if (unknown) this.#add("code-invalid", `${owner}.${key}: ${unknown}`, `${path}.code`, "warning");
+        if (unknown)
+          this.#add("code-invalid", `${owner}.${key}: ${unknown}`, `${this.#at(key, index)}.code`, "warning");
         break;
       }
     }
@@ -320,22 +375,20 @@ class Walk {
     child: unknown,
     value: Record<string, unknown>,
     type: CompiledType,
-    path: string,
     env: InvariantEnv,
     label: string,
   ): void {
     const name = key.slice(1);
     const slot = type.slots.get(name);
     if (!slot?.primitive) {
-      if (this.#full) this.#unknown(key, type, path, label);
+      if (this.#full) this.#unknown(key, type, label);
       return;
     }
     const element = compiledType("Element");
     // FHIRPath reaches `_name` as `name` (its extensions as `name.extension`), even without a value.
-    const at = `${path}${step(name)}`;
     if (slot.repeating) {
       if (!Array.isArray(child)) {
-        this.#add("structure", `${label}.${key} must be an array matching ${label}.${name}.`, path);
+        this.#add("structure", `${label}.${key} must be an array matching ${label}.${name}.`, this.#at());
         return;
       }
       // R4 JSON: both arrays the same length, null filling the gaps (a `_name` alone, with no values, is fine).
@@ -344,22 +397,34 @@ class Walk {
         this.#add(
           "structure",
           `${label}.${key} has ${child.length} item${child.length === 1 ? "" : "s"} and ${label}.${name} ${values.length}: they must be as long, with null where an item has no id or extension.`,
-          path,
+          this.#at(),
         );
       }
-      child.forEach((item, i) => {
-        if (item === null) return;
-        if (!isObject(item)) this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, path);
-        else this.#object(item, element, `${at}[${i}]`, env, `${label}.${name}`);
-      });
+      for (let i = 0; i < child.length; i++) {
+        const item = child[i];
+        if (item === null) continue;
+        if (!isObject(item)) {
+          this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, this.#at());
+          continue;
+        }
+        this.#enter(name, i);
+        this.#object(item, element, env, `${label}.${name}`);
+        this.#leave();
+      }
     } else if (!isObject(child)) {
-      this.#add("structure", `${label}.${key} must be an object (id, extension), found ${describe(child)}.`, path);
+      this.#add(
+        "structure",
+        `${label}.${key} must be an object (id, extension), found ${describe(child)}.`,
+        this.#at(),
+      );
     } else {
-      this.#object(child, element, at, env, `${label}.${name}`);
+      this.#enter(name, -1);
+      this.#object(child, element, env, `${label}.${name}`);
+      this.#leave();
     }
   }
 
-  #unknown(key: string, type: CompiledType, path: string, label: string): void {
+  #unknown(key: string, type: CompiledType, label: string): void {
     const name = key.startsWith("_") ? key.slice(1) : key;
     const keys = choiceKeys(type).get(name);
     if (keys) {
@@ -367,7 +432,7 @@ class Walk {
       this.#add(
         "structure",
         `${label} has no element "${key}": ${name}[x] is a choice element, named by its type: ${keys.join(", ")}.`,
-        path,
+        this.#at(),
       );
       return;
     }
@@ -378,16 +443,17 @@ class Walk {
       "structure",
       `"${key}" is not an element of ${label} in FHIR R4${near ? ` (did you mean "${near}"?)` : ""}; unknown elements are not allowed (use an extension).`,
       // A name FHIRPath cannot spell (`a b`, `1x`, `code.x`) cannot be pointed at: its parent is.
-      IDENTIFIER.test(key) ? `${path}${step(key)}` : path,
+      IDENTIFIER.test(key) ? this.#at(key) : this.#at(),
     );
   }
 
-  #binding(slot: Slot, value: unknown, parent: string, key: string, index: number, owner: string): void {
+  /** The binding of element `key` (item `index`) of the node being walked. */
+  #binding(slot: Slot, value: unknown, key: string, index: number, owner: string): void {
     const binding = slot.binding;
     if (!binding) return;
     const problems = bindingProblems(slot.type, value, binding);
     if (problems.length === 0) return;
-    const path = pathOf(parent, key, index);
+    const path = this.#at(key, index);
     const label = `${owner}.${key}`;
     for (const p of problems) {
       this.#add(
@@ -399,35 +465,27 @@ class Walk {
     }
   }
 
-  #invariants(
-    list: readonly {
-      key: string;
-      severity: "error" | "warning";
-      human: string;
-      check: (n: unknown, e: InvariantEnv) => boolean;
-    }[],
-    value: unknown,
-    path: string,
-    env: InvariantEnv,
-  ): void {
+  /** Invariants on the node being walked, or (with `key`) on item `index` of its element `key`. */
+  #invariants(list: readonly Invariant[], value: unknown, env: InvariantEnv, key?: string, index = -1): void {
     for (const inv of list) {
-      if (!inv.check(value, env)) this.#add("invariant", `${inv.key}: ${inv.human}`, path, inv.severity);
+      if (!inv.check(value, env))
+        this.#add("invariant", `${inv.key}: ${inv.human}`, this.#at(key, index), inv.severity);
     }
   }
 
-  #reference(value: Record<string, unknown>, slot: Slot, path: string, label: string): void {
+  #reference(value: Record<string, unknown>, slot: Slot, key: string, index: number, owner: string): void {
     const problem = referenceProblem(value, slot.targets, this.#references, this.#entryUrl);
-    if (problem) this.#add(problem.code, `${label}: ${problem.says}`, `${path}.reference`);
+    if (problem) this.#add(problem.code, `${owner}.${key}: ${problem.says}`, `${this.#at(key, index)}.reference`);
   }
 
-  #emiratesId(value: Record<string, unknown>, path: string): void {
+  #emiratesId(value: Record<string, unknown>, key: string, index: number): void {
     const { emiratesIdCheck, emiratesIdSystem } = this.options;
     if (emiratesIdCheck === "off" || value.system !== emiratesIdSystem || typeof value.value !== "string") return;
     if (isValidEmiratesId(value.value)) return;
     this.#add(
       "value",
       `${JSON.stringify(value.value)} is not a valid Emirates ID (system ${emiratesIdSystem}): expected 784-YYYY-NNNNNNN-C, 784, the birth year, a 7-digit serial and a Luhn check digit over the 14 digits before it.`,
-      `${path}.value`,
+      `${this.#at(key, index)}.value`,
       emiratesIdCheck,
     );
   }

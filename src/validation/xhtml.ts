@@ -12,6 +12,8 @@ const FORBIDDEN_ELEMENT =
   /<\s*(script|style|head|body|html|form|input|button|select|textarea|iframe|frame|frameset|object|embed|applet|base|link|meta|title)\b/i;
 const EVENT_ATTRIBUTE = /<[^<>]*\son[a-z]+\s*=/i;
 const TAG = /<[^<>]*>/g;
+const SPACE_ENTITY = /&nbsp;|&#160;/g;
+const IMAGE = /<img\b/i;
 
 export interface XhtmlProblem {
   key: "txt-1" | "txt-2";
@@ -38,8 +40,8 @@ export function xhtmlProblems(div: string): XhtmlProblem[] {
   if (EVENT_ATTRIBUTE.test(div)) {
     problems.push({ key: "txt-1", says: "txt-1: The narrative SHALL NOT use event attributes such as onclick." });
   }
-  const text = div.replace(TAG, "").replace(/&nbsp;|&#160;/g, " ");
-  if (text.trim() === "" && !/<img\b/i.test(div)) {
+  const text = div.replace(TAG, "").replace(SPACE_ENTITY, " ");
+  if (text.trim() === "" && !IMAGE.test(div)) {
     problems.push({ key: "txt-2", says: "txt-2: The narrative SHALL have some non-whitespace content." });
   }
   return problems;

@@ -3,7 +3,7 @@ import { compileCall, compileIs } from "./compile-functions.js";
 import { compileBinary } from "./compile-operators.js";
 import { BOOLEAN, type Compiled, INTEGER, identity, type Scope, STRING, UCUM } from "./compile-support.js";
 import { type Expr, Unsupported } from "./parse-expression.js";
-import { bail, choiceKeys, EMPTY, type Env, navigate, navigateChoice } from "./runtime.js";
+import { bail, choiceKeys, EMPTY, navigate, navigateChoice } from "./runtime.js";
 import { childStep, RESOURCE_TYPES } from "./static-types.js";
 
 export type { Fn, Scope } from "./compile-support.js";
@@ -33,6 +33,7 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
       },
       t: step.type,
       safe: base.safe === true,
+      envOnly: base.envOnly === true && e.target !== undefined,
     };
   }
   const choice = choiceKeys(step.keys, step.shapes);
@@ -43,27 +44,35 @@ function compileMember(e: Extract<Expr, { k: "member" }>, scope: Scope): Compile
     },
     t: step.type,
     safe: base.safe === true,
+    envOnly: base.envOnly === true && e.target !== undefined,
   };
 }
 
 function compileConst(name: string, scope: Scope): Compiled {
   if (name === "ucum") {
     const c = [UCUM];
-    return { f: () => c, t: STRING, safe: true };
+    return { f: () => c, t: STRING, safe: true, envOnly: true };
   }
   if (name !== "resource" && name !== "rootResource") throw new Unsupported(`%${name}`);
-  const owner = name === "resource" ? scope.owner : undefined;
-  const pick = name === "resource" ? (env: Env) => env.resource : (env: Env) => env.rootResource;
+  const resource = name === "resource";
+  const owner = resource ? scope.owner : undefined;
   return {
     f: (_focus, env) => {
-      const r = pick(env) as { resourceType?: unknown } | null | undefined;
+      const r = (resource ? env.resource : env.rootResource) as { resourceType?: unknown } | null | undefined;
       if (typeof r !== "object" || r === null || Array.isArray(r)) bail();
       const rt = r.resourceType;
       if (typeof rt !== "string" || (owner !== undefined ? rt !== owner : !RESOURCE_TYPES.has(rt))) bail();
-      return [r];
+      // Made once per resource (bdl-3 reads %resource three times per entry); results are never mutated.
+      if (resource) {
+        env.resourceFocus ??= [r];
+        return env.resourceFocus;
+      }
+      env.rootResourceFocus ??= [r];
+      return env.rootResourceFocus;
     },
     t: owner !== undefined ? { k: "fhir", code: owner } : { k: "resource" },
     safe: true,
+    envOnly: true,
   };
 }
 
@@ -81,15 +90,15 @@ export function compile(e: Expr, scope: Scope): Compiled {
       return { f: (_focus, _env, self) => self, t: scope.self, safe: true };
     case "string": {
       const c = [e.value];
-      return { f: () => c, t: STRING, safe: true };
+      return { f: () => c, t: STRING, safe: true, envOnly: true };
     }
     case "number": {
       const c = [e.value];
-      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" }, safe: true };
+      return { f: () => c, t: e.integer ? INTEGER : { k: "sys", name: "Decimal" }, safe: true, envOnly: true };
     }
     case "boolean": {
       const c = [e.value];
-      return { f: () => c, t: BOOLEAN, safe: true, bool: true };
+      return { f: () => c, t: BOOLEAN, safe: true, bool: true, envOnly: true };
     }
     case "const":
       return compileConst(e.name, scope);

@@ -31,6 +31,16 @@ import {
 } from "./runtime.js";
 import { RESOURCE_TYPES, type SType, valueClass } from "./static-types.js";
 
+const WHOLE_NUMBER = /^[+-]?\d+$/;
+
+/**
+ * The one-item input of an iteration body (`$this`), refilled for each item instead of made per item: a body's
+ * result is read before the next item, and a compiled closure never runs inside itself.
+ */
+function scratch(): Coll {
+  return [undefined];
+}
+
 function needArgs(e: Extract<Expr, { k: "call" }>, min: number, max = min): void {
   if (e.args.length < min || e.args.length > max) throw new Unsupported(`${e.name} arity`);
 }
@@ -63,13 +73,15 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
       if (e.args.length === 1) {
         const body = inner(e.args[0] as Expr, base.t);
         const c = body.f;
+        const one = scratch();
         return {
           f: (focus, env, self) => {
             let found = false;
             for (const item of bf(focus, env, self)) {
-              const one = [item];
+              one[0] = item;
               if (criterion(c(one, env, one))) found = true;
             }
+            one[0] = undefined;
             return fromBool(found);
           },
           t: BOOLEAN,
@@ -134,16 +146,20 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
       needArgs(e, 1);
       const body = inner(e.args[0] as Expr, base.t);
       const c = body.f;
+      const one = scratch();
       return {
         f: (focus, env, self) => {
           const input = bf(focus, env, self);
           if (input.length === 0) return EMPTY;
-          const out: Coll = [];
+          let out: Coll | undefined;
           for (const item of input) {
-            const one = [item];
-            if (criterion(c(one, env, one))) out.push(item);
+            one[0] = item;
+            if (!criterion(c(one, env, one))) continue;
+            out ??= [];
+            out.push(item);
           }
-          return out;
+          one[0] = undefined;
+          return out ?? EMPTY;
         },
         t: base.t,
         safe: baseSafe && body.safe === true && body.bool === true,
@@ -153,13 +169,15 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
       needArgs(e, 1);
       const body = inner(e.args[0] as Expr, base.t);
       const c = body.f;
+      const one = scratch();
       return {
         f: (focus, env, self) => {
           let ok = true;
           for (const item of bf(focus, env, self)) {
-            const one = [item];
+            one[0] = item;
             if (!criterion(c(one, env, one))) ok = false;
           }
+          one[0] = undefined;
           return fromBool(ok);
         },
         t: BOOLEAN,
@@ -171,14 +189,19 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
       needArgs(e, 1);
       const s = inner(e.args[0] as Expr, base.t);
       const sf = s.f;
+      const one = scratch();
       return {
         f: (focus, env, self) => {
-          const out: Coll = [];
+          let out: Coll | undefined;
           for (const item of bf(focus, env, self)) {
-            const one = [item];
-            for (const x of sf(one, env, one)) out.push(x);
+            one[0] = item;
+            for (const x of sf(one, env, one)) {
+              out ??= [];
+              out.push(x);
+            }
           }
-          return out;
+          one[0] = undefined;
+          return out ?? EMPTY;
         },
         t: s.t,
         safe: baseSafe && s.safe === true,
@@ -275,7 +298,7 @@ export function compileCall(e: Extract<Expr, { k: "call" }>, scope: Scope): Comp
       return {
         f: (focus, env, self) => {
           const s = singletonString(bf(focus, env, self));
-          return s !== undefined && /^[+-]?\d+$/.test(s) ? [Number(s)] : EMPTY;
+          return s !== undefined && WHOLE_NUMBER.test(s) ? [Number(s)] : EMPTY;
         },
         t: INTEGER,
       };

@@ -3,13 +3,11 @@ import { compile, guarded } from "./compile-expression.js";
 import { footprint } from "./footprint.js";
 import { parseExpression, Unsupported } from "./parse-expression.js";
 import { type Outcome, outcomeOf, type ReferenceEval, referenceEvaluator } from "./reference-check.js";
-import { BAIL, type Coll, FAILS, toBool } from "./runtime.js";
+import { BAIL, type Coll, type Env, FAILS, toBool } from "./runtime.js";
 import { contextStaticType, owningResource, RESOURCE_TYPES } from "./static-types.js";
 
-export interface InvariantEnv {
-  resource: unknown;
-  rootResource: unknown;
-}
+/** %resource and %rootResource of the node an invariant is checked on (one object per resource walked). */
+export type InvariantEnv = Env;
 
 /** True when the invariant holds on `node`. */
 export type InvariantCheck = (node: unknown, env: InvariantEnv) => boolean;
@@ -117,14 +115,17 @@ export function compileInvariant(expression: string, contextType: string): Compi
   const isGuarded = guarded.value;
   const fast = f;
   const fits = rootGuard(contextType);
+  const focus: Coll = [undefined];
   const outcome = (node: unknown, env: InvariantEnv): Outcome => {
     if (!fits(node)) {
       deferred.count++;
       return byLibrary(node, env);
     }
     try {
-      const focus = [node];
+      // One focus array per invariant, refilled: an evaluation never keeps its input, nor runs inside itself.
+      focus[0] = node;
       const b = toBool(fast(focus, env, focus));
+      focus[0] = undefined;
       return b === undefined ? "other" : b ? "true" : "false";
     } catch (err) {
       if (err === FAILS) return "error";

@@ -4,6 +4,7 @@ import {
   BOOLEAN,
   type Compiled,
   checkEquality,
+  hoisted,
   requireString,
   type Scope,
   STRING,
@@ -100,8 +101,16 @@ function logic(op: string, a: boolean | undefined, b: boolean | undefined): bool
 }
 
 export function compileBinary(e: Extract<Expr, { k: "binary" }>, scope: Scope): Compiled {
-  const l = compile(e.left, scope);
-  const r = compile(e.right, scope);
+  let l = compile(e.left, scope);
+  let r = compile(e.right, scope);
+  if (l.envOnly && r.envOnly) return { ...binary(e, l, r), envOnly: true };
+  // A side that depends on the resource alone, beside one that does not, is evaluated once per resource.
+  if (e.left.k === "binary" || e.left.k === "member") l = hoisted(l, scope);
+  if (e.right.k === "binary" || e.right.k === "member") r = hoisted(r, scope);
+  return binary(e, l, r);
+}
+
+function binary(e: Extract<Expr, { k: "binary" }>, l: Compiled, r: Compiled): Compiled {
   const lf = l.f;
   const rf = r.f;
   const op = e.op;

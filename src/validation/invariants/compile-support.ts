@@ -22,6 +22,28 @@ export interface Compiled {
   bool?: boolean;
   /** The library fails evaluating this on any input. */
   fails?: boolean;
+  /** The result depends on %resource and %rootResource alone, not on the focus or `$this` (literals too). */
+  envOnly?: boolean;
+}
+
+/**
+ * An iteration body's part that depends on the resource alone (`%resource.type = 'batch' or …` in bdl-3, read for
+ * every entry) is evaluated once per resource: its result is kept by the env object, which the validator makes per
+ * resource walked and never changes. Errors are not kept: each evaluation raises them again.
+ */
+export function hoisted(c: Compiled, scope: Scope): Compiled {
+  if (!scope.inParams || !c.envOnly) return c;
+  const inner = c.f;
+  const results = new WeakMap<Env, Coll>();
+  const f: Fn = (focus, env, self) => {
+    let result = results.get(env);
+    if (result === undefined) {
+      result = inner(focus, env, self);
+      results.set(env, result);
+    }
+    return result;
+  };
+  return { ...c, f };
 }
 
 /** Set when some iteration body is left to the library (only reached on non-empty input). */

@@ -35,6 +35,9 @@ export type Coll = unknown[];
 export interface Env {
   resource: unknown;
   rootResource: unknown;
+  /** `[resource]` and `[rootResource]`, made on first use: every evaluation on one resource shares them. */
+  resourceFocus?: Coll;
+  rootResourceFocus?: Coll;
 }
 
 /** The kind of JSON a static type holds, checked while navigating. */
@@ -102,6 +105,10 @@ export function navigate(
   into?: Coll,
   trusted = false,
 ): Coll {
+  if (into === undefined && focus.length === 1) {
+    const one = navigateOne(focus[0], key, ukey, shape, resourceTypes, trusted);
+    if (one !== undefined) return one;
+  }
   // Allocated on the first child: most lookups find nothing.
   let out = into;
   for (const it of focus) {
@@ -132,6 +139,37 @@ export function navigate(
     }
   }
   return out ?? EMPTY;
+}
+
+/**
+ * The commonest step, one item without `_key` data, without a copy: the value's own JSON array (results are never
+ * mutated) or a one-item array. Undefined when the general walk must decide (an `_key`, a null item, an item that
+ * is not a plain object).
+ */
+function navigateOne(
+  it: unknown,
+  key: string,
+  ukey: string,
+  shape: Shape,
+  resourceTypes: ReadonlySet<string>,
+  trusted: boolean,
+): Coll | undefined {
+  if (trusted ? it instanceof Special : !isPlainObject(it) || it.resourceType === key) return undefined;
+  const item = it as Record<string, unknown>;
+  const u = item[ukey];
+  if (u !== undefined && u !== null) return undefined;
+  const v = item[key];
+  if (v === undefined || v === null) return EMPTY;
+  if (!Array.isArray(v)) {
+    checkShape(v, shape, resourceTypes);
+    return [v];
+  }
+  for (const x of v) {
+    if (x === null || x === undefined) return undefined;
+    if (Array.isArray(x)) bail();
+    checkShape(x, shape, resourceTypes);
+  }
+  return v;
 }
 
 /** A choice element's JSON keys: `name` + type suffix, in the library's model order. */
@@ -281,12 +319,23 @@ export function collHas(c: Coll, v: unknown): boolean {
 /** Items without repeats (by FHIRPath equality), first occurrence kept. */
 export function distinct(c: Coll): Coll {
   if (c.length < 2) return c;
-  // Plain strings are equal exactly when identical: a Set avoids n² comparisons.
-  if (c.every((x) => typeof x === "string")) {
+  // Plain strings are equal exactly when identical: a Set avoids n² comparisons (a few are compared in place).
+  if (allStrings(c)) {
+    if (c.length <= 8 && !repeats(c)) return c;
     const set = new Set(c);
     return set.size === c.length ? c : [...set];
   }
   const out: Coll = [];
   for (const x of c) if (!collHas(out, x)) out.push(x);
   return out;
+}
+
+function allStrings(c: Coll): boolean {
+  for (const x of c) if (typeof x !== "string") return false;
+  return true;
+}
+
+function repeats(c: Coll): boolean {
+  for (let i = 1; i < c.length; i++) for (let j = 0; j < i; j++) if (c[i] === c[j]) return true;
+  return false;
 }

@@ -80,10 +80,15 @@ export const R4: R4Definitions = JSON.parse(
   readFileSync(new URL("./r4-definitions.json", import.meta.url), "utf8"),
 ) as R4Definitions;
 
+let resourceTypes: Set<string> | undefined;
+
 /** Whether `name` is a concrete R4 resource type. */
 export function isResourceType(name: string): boolean {
-  const type = R4.types[name];
-  return type?.kind === "resource" && type.abstract !== true;
+  // A set of the ~150 names, not a look-up in the table of every type and backbone element: it runs per resource.
+  resourceTypes ??= new Set(
+    Object.keys(R4.types).filter((k) => R4.types[k]?.kind === "resource" && R4.types[k]?.abstract !== true),
+  );
+  return resourceTypes.has(name);
 }
 
 /** `valueQuantity` → `Quantity`: the type suffix of a choice element's JSON key. */
