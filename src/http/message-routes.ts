@@ -85,6 +85,9 @@ export function mountMessageRoutes(
       const body = answer.body as { resourceType?: unknown } | undefined;
       const wrap = options.responseEnvelope && body?.resourceType === "Bundle";
       const text = answer.serialized ?? jsonText(body);
+      // The journal shares what the duplicate memory kept: the request as read, the answer when sent as serialized.
+      const request = answer.kept?.request;
+      call.kept = wrap ? (request ? { request } : undefined) : answer.kept;
       return fhirResponse(c, answer.status, undefined, answer.headers, wrap ? jsonText({ content: text }) : text);
     });
   }

@@ -83,6 +83,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
               body: call.responseText,
             },
       };
+      if (call.kept) draft.kept = call.kept;
       // Unset when the workspace choice refused the call.
       const workspace = c.get("workspace") as Workspace | undefined;
       if (workspace && !c.get("anonymous")) workspace.events.emit("call:completed", draft);
