@@ -3,9 +3,6 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 /** Characters of text gathered before a block is packed: about 50 add-allergy calls, a millisecond to deflate. */
 export const BLOCK_CHARS = 256 * 1024;
 
-/** Texts of the open block compared with a new one: the journal keeps the answer the duplicate memory kept just before. */
-const RECENT = 16;
-
 /** Texts this short are kept as they are: a handle into a block would cost as much. */
 const KEPT_PLAIN = 64;
 
@@ -135,11 +132,8 @@ export class PackedTexts {
   keep(text: string): KeptText {
     // A text UTF-8 cannot carry (a lone surrogate) would not come back the same: kept as it is.
     if (text.length <= KEPT_PLAIN || !text.isWellFormed()) return KeptText.plain(text);
+    // No search for the same text kept a moment ago: who keeps a text twice hands the KeptText on (KeptBodies).
     let block = this.#open;
-    const texts = block.texts as string[];
-    for (let i = texts.length - 1; i >= 0 && i >= texts.length - RECENT; i--) {
-      if (texts[i] === text) return new KeptText(block, i);
-    }
     if (block.chars > 0 && block.chars + text.length > this.blockChars) {
       if (this.#full) this.#wait(this.#full);
       this.#full = block;
