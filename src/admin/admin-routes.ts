@@ -12,10 +12,10 @@ import { jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { fromThisMachine, remoteAddress } from "../http/remote-address.js";
 import { issuesOfCall } from "../journal/call-issues.js";
-import type { CallRecord } from "../journal/call-record.js";
 import { callSearch } from "../journal/call-search.js";
 import { callSummary } from "../journal/call-summary.js";
-import { callJson, callView } from "../journal/call-view.js";
+import { callView } from "../journal/call-view.js";
+import { type CallText, callsStream, ndjsonStream } from "../journal/calls-stream.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
@@ -134,41 +134,8 @@ const callQuery = z
   })
   .strict();
 
-/** Listings are sent in chunks of about this size. */
-const CHUNK = 64 * 1024;
-
-/** How a listing writes a call: whole (callJson), or its summary (view=summary). */
-type CallText = (call: CallRecord) => string;
-
 /** One line whatever the call holds (a rule name, an error with U+2028): summaries are NDJSON lines too. */
 const summaryJson: CallText = (call) => oneLineJson(jsonText(callSummary(call)));
-
-/**
- * Calls serialized as the client reads (callJson, one after `open`, joined by `separator`, then `close`), in chunks
- * of about 64 KiB: a full journal is never one string, and one write per call would cost more than the call.
- */
-function callsStream(
-  calls: readonly CallRecord[],
-  text: { open: string; separator: string; close: string },
-  serialize: CallText = callJson,
-): ReadableStream<Uint8Array> {
-  let i = 0;
-  return new ReadableStream<Uint8Array>({
-    pull(controller) {
-      let chunk = i === 0 ? text.open : "";
-      while (i < calls.length && chunk.length < CHUNK) {
-        chunk += (i > 0 ? text.separator : "") + serialize(calls[i++] as CallRecord);
-      }
-      if (i >= calls.length) chunk += text.close;
-      if (chunk !== "") controller.enqueue(Buffer.from(chunk, "utf8"));
-      if (i >= calls.length) controller.close();
-    },
-  });
-}
-
-/** One call a line (NDJSON). */
-const ndjsonStream = (calls: readonly CallRecord[], serialize: CallText = callJson) =>
-  callsStream(calls, { open: "", separator: "\n", close: calls.length > 0 ? "\n" : "" }, serialize);
 
 async function jsonBody(
   c: Context<EdgeEnv>,
@@ -322,7 +289,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const where = callSearch({ status, code, patient, text: q });
     const page = c.get("workspace").journal.page({ ...pageQuery, ...(where ? { where } : {}) });
     const next = page.next === null ? null : String(page.next);
-    const serialize = view === "summary" ? summaryJson : callJson;
+    // Whole calls go in as callJson writes them, their packed bodies as bytes (callsStream).
+    const serialize = view === "summary" ? summaryJson : undefined;
     if (format === "ndjson") {
       return c.body(ndjsonStream(page.calls, serialize), 200, {
         "content-type": "application/x-ndjson; charset=utf-8",

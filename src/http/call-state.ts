@@ -1,3 +1,4 @@
+import type { KeptBodies } from "../journal/call-record.js";
 import type { RuleTrace } from "../scenarios/scenarios.js";
 import type { RequestHeaders } from "./raw-headers.js";
 
@@ -16,6 +17,8 @@ export interface CallState {
   requestJson: boolean;
   /** responseText is JSON the sandbox serialized, for the journal. */
   responseJson: boolean;
+  /** bodyText and responseText as the duplicate memory kept them: the journal shares them. */
+  kept: KeptBodies | undefined;
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
@@ -49,6 +52,7 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     responseText: "",
     requestJson: false,
     responseJson: false,
+    kept: undefined,
     operation: null,
     messageId: null,
     duplicate: false,

@@ -67,7 +67,13 @@ export function mountMessageRoutes(
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
       }
-      return fhirResponse(c, answer.status, undefined, answer.headers, answerText(answer, options.responseEnvelope));
+      return fhirResponse(
+        c,
+        answer.status,
+        undefined,
+        answer.headers,
+        answerText(call, answer, options.responseEnvelope),
+      );
     });
   }
 }
@@ -124,10 +130,15 @@ export function noteAnswer(call: CallState, answer: Answer): Answer {
   return answer;
 }
 
-/** The answer's body text; `--response-envelope` wraps a response message as {"content": "..."}. */
-export function answerText(answer: Answer, responseEnvelope: boolean): string {
+/**
+ * The answer's body text; `--response-envelope` wraps a response message as {"content": "..."}. Tells the call which
+ * texts the duplicate memory kept that the journal may share: the request as read, the answer when sent as kept.
+ */
+export function answerText(call: CallState, answer: Answer, responseEnvelope: boolean): string {
   const body = answer.body as { resourceType?: unknown } | undefined;
   const wrap = responseEnvelope && body?.resourceType === "Bundle";
   const text = answer.serialized ?? jsonText(body);
+  const request = answer.kept?.request;
+  call.kept = wrap ? (request ? { request } : undefined) : answer.kept;
   return wrap ? jsonText({ content: text }) : text;
 }

@@ -146,7 +146,7 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
           if (answer.delayMs > 0) await untilGone(outgoing, answer.delayMs);
           out = answer.fault
             ? fault(call, answer.fault, answer.status, answer.headers)
-            : fhir(call, answer.status, answerText(answer, parts.responseEnvelope), answer.headers);
+            : fhir(call, answer.status, answerText(call, answer, parts.responseEnvelope), answer.headers);
         }
       }
     } catch (error) {

@@ -119,6 +119,8 @@ export function callDraft(
       body: call.bodyText,
     },
     response: answered,
+    // The texts the duplicate memory kept, for the journal to share (not recorded).
+    ...(call.kept ? { kept: call.kept } : {}),
   };
 }
 

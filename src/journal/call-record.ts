@@ -1,4 +1,14 @@
 import type { RuleTrace } from "../scenarios/scenarios.js";
+import type { KeptText } from "../text/packed-texts.js";
+
+/**
+ * A call's bodies as the workspace's PackedTexts kept them already (the duplicate memory's message and answer),
+ * handed to the journal so that it keeps no second copy: each exactly the text of its side's `body`.
+ */
+export interface KeptBodies {
+  request?: KeptText;
+  response?: KeptText;
+}
 
 /** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
 export interface CallDraft {
@@ -31,6 +41,8 @@ export interface CallDraft {
    */
   secretHeaders?: readonly string[];
   response: { status: number; headers: Record<string, string>; body: string } | null;
+  /** Bodies kept already (the journal shares them when redaction leaves them as they are; not recorded). */
+  kept?: KeptBodies;
   /** Why an outbound delivery got no answer (timeout, refused, …). */
   error?: string;
   /** Push deliveries: the pharmacy's licence, where to, and which attempt. */
@@ -51,7 +63,7 @@ export interface CallDraft {
   jsonBodies?: true;
 }
 
-export interface CallRecord extends Omit<CallDraft, "id"> {
+export interface CallRecord extends Omit<CallDraft, "id" | "secretHeaders" | "kept"> {
   id: string;
   /** The workspace the call acted in (CONTRACT §13). */
   workspace: string;

@@ -13,11 +13,20 @@ function shown(text: string): unknown {
 
 /**
  * A side of a call with its body replaced, the other members in their order. Not a spread: a spread would read
- * the journal's `body`, which unpacks it (PackedTexts), only to throw it away.
+ * the journal's `body`, which unpacks it (PackedTexts), only to throw it away; and a recorded side's `body` is a
+ * getter on its prototype, which a spread leaves out (it comes last, as in every draft).
  */
 function withBody<T extends { body: string }>(side: T, body: unknown): Omit<T, "body"> & { body: unknown } {
   const out: Record<string, unknown> = {};
-  for (const key in side) out[key] = key === "body" ? body : side[key];
+  let placed = false;
+  for (const key in side) {
+    if (key !== "body") out[key] = side[key];
+    else {
+      out.body = body;
+      placed = true;
+    }
+  }
+  if (!placed) out.body = body;
   return out as Omit<T, "body"> & { body: unknown };
 }
 
@@ -33,6 +42,36 @@ export function callView(call: CallRecord) {
 }
 
 const BODY_SLOT = '"body":null}';
+
+/** Members of a record its line leaves out or puts in its own place. */
+const PLACED = new Set(["id", "size", "trace", "jsonBodies", "responseCode", "at", "request", "response"]);
+
+/**
+ * `{ id, ...head, ...rest, at, request, response }` of a call, bodies null, built member by member: an object rest
+ * and two spreads cost about as much as serializing the result.
+ */
+function skeletonOf(call: CallRecord, head: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { id: call.id };
+  for (const key in head) out[key] = head[key];
+  for (const key in call) if (!PLACED.has(key)) out[key] = call[key as keyof CallRecord];
+  out.at = call.at.toISOString();
+  out.request = withBody(call.request, null);
+  out.response = call.response ? withBody(call.response, null) : null;
+  return out;
+}
+
+/** Where callJsonParts puts a call's JSON: its text around the bodies, and the bodies themselves. */
+export interface CallJsonSink {
+  /** Text of the line, ready to write. */
+  text(json: string): void;
+  /** A body known to be JSON, put in as it is: on one line, with `<`, `>` and `&` escaped, and "" as null. */
+  body(side: { body: string }): void;
+}
+
+/** A body's JSON as callJson puts it in. */
+export function bodyJson(text: string): string {
+  return text === "" ? "null" : escapeJsonText(oneLineJson(text));
+}
 
 /**
  * `jsonText(callView(call))`, its `id` first and then `head`'s
@@ -50,44 +89,47 @@ const BODY_SLOT = '"body":null}';
  *   writeSync(fd, `${callJson(call, { highestIdIssued: "12" })}\n`);
  */
 export function callJson(call: CallRecord, head: Record<string, unknown> = {}): string {
+  let line = "";
+  callJsonParts(call, head, {
+    text: (json) => {
+      line += json;
+    },
+    body: (side) => {
+      line += bodyJson(side.body);
+    },
+  });
+  return line;
+}
+
+/**
+ * callJson's line in parts, for a writer that puts bodies in some other way (as bytes: callsStream): every part
+ * one line with `<`, `>` and `&` escaped, as callJson's whole line (oneLineJson and escapeJsonText change each
+ * character, or each run of line breaks and the blanks after them, alone; the text around the bodies, from
+ * JSON.stringify, holds no raw line break).
+ */
+export function callJsonParts(call: CallRecord, head: Record<string, unknown>, sink: CallJsonSink): void {
   if (!call.jsonBodies) {
     const { id, ...view } = callView(call);
     // JSON.stringify leaves U+2028 and U+2029 raw in strings (a non-JSON body, a header): escaped here.
-    return oneLineJson(jsonText({ id, ...head, ...view }));
+    sink.text(oneLineJson(jsonText({ id, ...head, ...view })));
+    return;
   }
-  const {
-    id,
-    size: _size,
-    trace: _trace,
-    jsonBodies: _json,
-    responseCode: _code,
-    at,
-    request,
-    response,
-    ...rest
-  } = call;
-  const skeleton = JSON.stringify({
-    id,
-    ...head,
-    ...rest,
-    at: at.toISOString(),
-    request: withBody(request, null),
-    response: response ? withBody(response, null) : null,
-  });
+  const { request, response } = call;
+  const skeleton = JSON.stringify(skeletonOf(call, head));
   // A body is the last member of its object; no JSON string can hold `"body":null}` unescaped, so the first slot is
   // the request's and the last the response's.
-  const first = skeleton.indexOf(BODY_SLOT);
-  const slot = (text: string) => `"body":${text === "" ? "null" : text}}`;
-  const last = skeleton.lastIndexOf(BODY_SLOT);
-  const line = !response
-    ? skeleton.slice(0, first) + slot(request.body) + skeleton.slice(first + BODY_SLOT.length)
-    : skeleton.slice(0, first) +
-      slot(request.body) +
-      skeleton.slice(first + BODY_SLOT.length, last) +
-      slot(response.body) +
-      skeleton.slice(last + BODY_SLOT.length);
-  // The whole line at once: one scan each in the common case, where the spliced bodies and the skeleton are one line.
-  return escapeJsonText(oneLineJson(line));
+  const part = (from: number, to?: number) => sink.text(escapeJsonText(oneLineJson(skeleton.slice(from, to))));
+  const first = skeleton.indexOf(BODY_SLOT) + '"body":'.length;
+  part(0, first);
+  sink.body(request);
+  if (!response) {
+    part(first + "null".length);
+    return;
+  }
+  const last = skeleton.lastIndexOf(BODY_SLOT) + '"body":'.length;
+  part(first + "null".length, last);
+  sink.body(response);
+  part(last + "null".length);
 }
 
 const bundles = new WeakMap<CallRecord, Record<string, unknown> | null>();

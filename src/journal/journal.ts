@@ -71,6 +71,7 @@ export class Journal {
   readonly #ids: CallIds;
   readonly #workspace: string;
   readonly #texts: PackedTexts;
+  readonly #redaction: Redaction;
 
   constructor(
     readonly limits: JournalLimits,
@@ -86,18 +87,18 @@ export class Journal {
     this.#ids = ids;
     this.#workspace = workspace;
     this.#texts = texts;
-    // Redacted before it is stored: every view of the journal (admin API, verify, exports, the file) reads this record.
-    events.on("call:completed", (draft) => this.#record(redaction.call(draft)));
+    this.#redaction = redaction;
+    events.on("call:completed", (draft) => this.#record(draft));
   }
 
-  #record(draft: Omit<CallDraft, "secretHeaders">): void {
+  #record(draft: CallDraft): void {
+    // Redacted as it is kept: every view of the journal (admin API, verify, exports, the file) reads this record.
     // Bodies are packed with other calls' bodies (PackedTexts): about a fifth of the memory of keeping them as strings.
-    const size = Buffer.byteLength(draft.request.body) + (draft.response ? Buffer.byteLength(draft.response.body) : 0);
     const id = draft.id ?? this.#ids.next();
-    const record = keptCall(draft, { id, workspace: this.#workspace, size }, this.#texts);
+    const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
     this.#calls.push(record);
     this.#seqs.push(this.#nextSeq++);
-    this.#bytes += size;
+    this.#bytes += record.size;
     while (this.#live() > this.limits.maxCalls || (this.#bytes > this.limits.maxBytes && this.#live() > 1)) {
       const dropped = this.#calls[this.#start];
       this.#calls[this.#start] = undefined;

@@ -1,45 +1,114 @@
 import type { KeptText, PackedTexts } from "../text/packed-texts.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
+import { type Redaction, redactBodyText, redactUrl } from "./redact.js";
 
-const KEPT = Symbol("kept body");
+/**
+ * The request of a recorded call: its members own and enumerable, in the order every draft gives them, its body kept
+ * by PackedTexts and read back through `body`, a getter on the prototype (no property defined per record). Readers
+ * that copy a side member by member add `body` themselves (callView); JSON.stringify goes through toJSON.
+ */
+export class RecordedRequest {
+  readonly #body: KeptText;
 
-type Kept = { [KEPT]: KeptText };
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly path: string,
+    readonly headers: Record<string, string>,
+    body: KeptText,
+  ) {
+    this.#body = body;
+  }
 
-/** The `body` of a recorded side: one function for every record, so that records of one shape share a hidden class. */
-function body(this: Kept): string {
-  return this[KEPT].text;
+  get body(): string {
+    return this.#body.text;
+  }
+
+  /** The body as kept: a writer of bytes copies a packed one without decoding it (callsJson). */
+  get keptBody(): KeptText {
+    return this.#body;
+  }
+
+  toJSON() {
+    return { method: this.method, url: this.url, path: this.path, headers: this.headers, body: this.body };
+  }
 }
 
-/** A side of a call with its body kept by `texts`; `body` reads it back (an own, enumerable property, as before). */
-function keptSide<T extends { body: string }>(side: T, texts: PackedTexts): T {
-  const out: Record<string, unknown> = {};
-  for (const key in side) if (key !== "body") out[key] = side[key];
-  Object.defineProperty(out, KEPT, { value: texts.keep(side.body) });
-  Object.defineProperty(out, "body", { get: body, enumerable: true });
-  return out as T;
+/** The response of a recorded call, kept as RecordedRequest keeps a request. */
+export class RecordedResponse {
+  readonly #body: KeptText;
+
+  constructor(
+    readonly status: number,
+    readonly headers: Record<string, string>,
+    body: KeptText,
+  ) {
+    this.#body = body;
+  }
+
+  get body(): string {
+    return this.#body.text;
+  }
+
+  get keptBody(): KeptText {
+    return this.#body;
+  }
+
+  toJSON() {
+    return { status: this.status, headers: this.headers, body: this.body };
+  }
+}
+
+/** A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. */
+function keptBody(sent: string, redacted: string, shared: KeptText | undefined, texts: PackedTexts): KeptText {
+  return shared !== undefined && redacted === sent && shared.length === sent.length ? shared : texts.keep(redacted);
 }
 
 /**
- * The record the journal keeps of a call: the draft's members in the draft's
- * order, then the journal's, with both bodies kept by `texts` (packed with
- * other calls' bodies once their block is full). Built member by member: on
- * Node 20 an object spread followed by new members gives every record a hidden
- * class of its own, about 300 bytes per call.
+ * The record the journal keeps of a call, redacted (what of it may be kept, Redaction): the draft's members in the
+ * draft's order but `secretHeaders` and `kept`, then the journal's, with both bodies kept by `texts` (packed with
+ * other calls' bodies once their block is full) or, handed over in `kept`, the texts the duplicate memory kept of
+ * them. Built member by member, in one pass: on Node 20 an object spread followed by new members gives every record a
+ * hidden class of its own, about 300 bytes per call.
  */
 export function keptCall(
-  draft: Omit<CallDraft, "secretHeaders">,
-  extra: { id: string; workspace: string; size: number },
+  draft: CallDraft,
+  extra: { id: string; workspace: string },
   texts: PackedTexts,
+  redaction: Redaction,
 ): CallRecord {
   const out: Record<string, unknown> = {};
+  let size = 0;
   for (const key in draft) {
-    const value = draft[key as keyof typeof draft];
-    if (key === "request") out[key] = keptSide(draft.request, texts);
-    else if (key === "response") out[key] = draft.response ? keptSide(draft.response, texts) : null;
-    else out[key] = value;
+    if (key === "request") {
+      const { method, url, path, headers, body } = draft.request;
+      const redacted = redactBodyText(body);
+      size += Buffer.byteLength(redacted);
+      out[key] = new RecordedRequest(
+        method,
+        redactUrl(url),
+        redactUrl(path),
+        redaction.headers(headers, draft.secretHeaders),
+        keptBody(body, redacted, draft.kept?.request, texts),
+      );
+    } else if (key === "response") {
+      const response = draft.response;
+      if (!response) {
+        out[key] = null;
+        continue;
+      }
+      const redacted = redactBodyText(response.body);
+      size += Buffer.byteLength(redacted);
+      out[key] = new RecordedResponse(
+        response.status,
+        redaction.headers(response.headers),
+        keptBody(response.body, redacted, draft.kept?.response, texts),
+      );
+    } else if (key === "upstream") out[key] = draft.upstream === undefined ? undefined : redactUrl(draft.upstream);
+    else if (key !== "secretHeaders" && key !== "kept") out[key] = draft[key as keyof CallDraft];
   }
   out.id = extra.id;
   out.workspace = extra.workspace;
-  out.size = extra.size;
+  out.size = size;
   return out as unknown as CallRecord;
 }

@@ -27,9 +27,22 @@ export const DEFAULT_REDACTED_HEADERS: readonly string[] = [
 /** Names that say they carry a credential, whatever comes around them (x-client-secret, x-session-id, …). */
 const SECRET_NAME = /token|secret|password|passwd|session|credential|signature|api[-_]?key|[-_]key$/i;
 
-/** Values that read like a credential whatever the header is called: an auth scheme and its parameter, or a JWT. */
+/**
+ * Values that read like a credential whatever the header is called: an auth scheme and its parameter, or a JWT,
+ * after leading white space (`\s` is the white space `trim` removes; the end of a value does not matter here).
+ */
 const SECRET_VALUE =
-  /^(?:(?:bearer|basic|digest|token|apikey|negotiate|ntlm|hoba|mutual|dpop|aws4-hmac-sha256)\s+\S|eyJ[\w-]*\.[\w-]*\.)/i;
+  /^\s*(?:(?:bearer|basic|digest|token|apikey|negotiate|ntlm|hoba|mutual|dpop|aws4-hmac-sha256)\s+\S|eyJ[\w-]*\.[\w-]*\.)/i;
+
+/**
+ * Header names a Redaction remembers the verdict on (names repeat from call to call), and the longest: a client's
+ * odd names cost at most this much memory; the rest are tested each time.
+ */
+const NAMES_REMEMBERED = 1024;
+const NAME_REMEMBERED_CHARS = 64;
+
+/** A character other than a lower-case token character: a name with one may change when lower-cased. */
+const NOT_LOWER_TOKEN = /[^a-z0-9!#$%&'*+.^_`|~-]/;
 
 /**
  * Form and query parameters whose values are credentials (RFC 6749 §2.3.1 and §4.4, RFC 7521/7523, RFC 6750 §2.3):
@@ -147,7 +160,7 @@ function redactSubscription(subscription: Record<string, unknown>): Record<strin
 }
 
 /** A body as text with its Subscriptions redacted; unchanged (same string) when it holds none. */
-function redactBodyText(text: string): string {
+export function redactBodyText(text: string): string {
   // Cheap test first: most bodies hold no Subscription and are not parsed again.
   if (!text.includes("Subscription")) return text;
   const parsed = parseJson(text);
@@ -165,6 +178,8 @@ function redactBodyText(text: string): string {
  */
 export class Redaction {
   readonly #names: ReadonlySet<string>;
+  /** Lower-cased header names and whether the name alone makes a value secret (on the list, or saying so). */
+  readonly #secretName = new Map<string, boolean>();
 
   /** `extra`: header names redacted besides the defaults (--redact-header), any case. */
   constructor(extra: readonly string[] = []) {
@@ -173,12 +188,27 @@ export class Redaction {
 
   /** Whether a header's value is secret: its name is on the list or says so, or its value reads like a credential. */
   secret(name: string, value: string): boolean {
-    const lower = name.toLowerCase();
-    return this.#names.has(lower) || SECRET_NAME.test(lower) || SECRET_VALUE.test(value.trim());
+    return this.#nameIsSecret(name.toLowerCase()) || SECRET_VALUE.test(value);
   }
 
-  /** Headers with names lower-cased and secret values replaced; `always` names (any case) are secret whatever they hold. */
+  #nameIsSecret(lower: string): boolean {
+    let secret = this.#secretName.get(lower);
+    if (secret === undefined) {
+      secret = this.#names.has(lower) || SECRET_NAME.test(lower);
+      if (lower.length > NAME_REMEMBERED_CHARS) return secret;
+      if (this.#secretName.size >= NAMES_REMEMBERED) this.#secretName.clear();
+      this.#secretName.set(lower, secret);
+    }
+    return secret;
+  }
+
+  /**
+   * Headers with names lower-cased and secret values replaced; `always` names (any case) are secret whatever they
+   * hold. The headers themselves when they need neither (the usual call: names lower-cased by headerRecord, no
+   * credential): a record of a call keeps them as they are, no copy.
+   */
   headers(headers: Record<string, string>, always: readonly string[] = []): Record<string, string> {
+    if (always.length === 0 && this.#keptAsTheyAre(headers)) return headers;
     const forced = new Set(always.map((n) => n.toLowerCase()));
     const out: Record<string, string> = {};
     for (const [name, value] of Object.entries(headers)) {
@@ -188,12 +218,21 @@ export class Redaction {
     return out;
   }
 
+  /** No header name to lower-case and no value to redact. */
+  #keptAsTheyAre(headers: Record<string, string>): boolean {
+    for (const name in headers) {
+      if (NOT_LOWER_TOKEN.test(name) || this.#nameIsSecret(name) || SECRET_VALUE.test(headers[name] as string))
+        return false;
+    }
+    return true;
+  }
+
   /**
    * A call as it may be stored: headers of both sides, credentials in the URL's query and Subscriptions in both
    * bodies redacted.
    */
   call(draft: CallDraft): CallDraft {
-    const { secretHeaders = [], ...rest } = draft;
+    const { secretHeaders = [], kept: _kept, ...rest } = draft;
     return {
       ...rest,
       ...(draft.upstream !== undefined ? { upstream: redactUrl(draft.upstream) } : {}),

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { decodeEnvelope } from "../envelope/envelope.js";
 import type { KeptText, PackedTexts } from "../text/packed-texts.js";
 
 /** Bundle elements that may differ between a message and its exact resend (CONTRACT §5). */
@@ -41,40 +42,34 @@ export function messageFingerprint(bundle: Record<string, unknown>): string {
   return createHash("sha256").update(canonical(content)).digest("base64");
 }
 
-/** Messages up to this many characters of JSON are remembered as their text, larger ones by their fingerprint. */
+/** Messages whose body is up to this many characters are remembered as their body, larger ones by their fingerprint. */
 const KEPT_AS_TEXT = 8 * 1024;
 
 /**
  * What the duplicate memory keeps of a message to tell an exact resend:
- * its JSON text while small (hashing every message costs a twentieth of its
- * processing; a resend is rare), else its fingerprint, taken at once.
+ * the request body as received while small (hashing every message costs a
+ * twentieth of its processing; a resend is rare) — the very text the journal
+ * keeps of the call, handed to it (KeptBodies) — else the message's
+ * fingerprint, taken at once.
  */
-export type MessageIdentity = { text: KeptText } | { fingerprint: string };
+export type MessageIdentity = { body: KeptText } | { fingerprint: string };
 
-/**
- * The identity of a message Bundle; `text` is its JSON as received, when there is one, kept by `texts`. Take it
- * before a handler runs.
- */
-export function messageIdentity(
-  bundle: Record<string, unknown>,
-  text: string | undefined,
-  texts: PackedTexts,
-): MessageIdentity {
-  return text !== undefined && text.length <= KEPT_AS_TEXT
-    ? { text: texts.keep(text) }
-    : { fingerprint: messageFingerprint(bundle) };
+/** The identity of a message Bundle that came in `body` (the request body), kept by `texts`. Take it before a handler runs. */
+export function messageIdentity(bundle: Record<string, unknown>, body: string, texts: PackedTexts): MessageIdentity {
+  return body.length <= KEPT_AS_TEXT ? { body: texts.keep(body) } : { fingerprint: messageFingerprint(bundle) };
 }
 
-/** Whether `bundle` is the message remembered as `earlier`, resent (same text, or the same fingerprint). */
-export function sameMessage(
-  earlier: MessageIdentity,
-  bundle: Record<string, unknown>,
-  text: string | undefined,
-): boolean {
-  if ("text" in earlier) {
-    const kept = earlier.text.text;
-    if (kept === text) return true;
-    return messageFingerprint(JSON.parse(kept) as Record<string, unknown>) === messageFingerprint(bundle);
+/**
+ * Whether `bundle`, which came in `body`, is the message remembered as `earlier`, resent: the same body, or a body
+ * whose message has the same fingerprint (the same content in another envelope, order or Bundle.id).
+ */
+export function sameMessage(earlier: MessageIdentity, bundle: Record<string, unknown>, body: string): boolean {
+  if ("body" in earlier) {
+    const kept = earlier.body.text;
+    if (kept === body) return true;
+    // Decoded as it was when it came (any form the sandbox accepts): a body kept is one that was decoded.
+    const decoded = decodeEnvelope(kept, true);
+    return decoded.ok && messageFingerprint(decoded.bundle) === messageFingerprint(bundle);
   }
   return earlier.fingerprint === messageFingerprint(bundle);
 }

@@ -8,6 +8,7 @@ import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerResult, HandlerTable } from "../handlers/handler.js";
 import type { RequestHeaders } from "../http/raw-headers.js";
+import type { KeptBodies } from "../journal/call-record.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
@@ -58,6 +59,8 @@ export interface Answer {
   forward?: true;
   /** `body` as JSON text, when the pipeline serialized it already. */
   serialized?: string;
+  /** The request body and `serialized` as the duplicate memory kept them, for the journal to share. */
+  kept?: KeptBodies;
   /** The request body was JSON (the envelope could be read). */
   requestJson?: true;
   /** How the scenario rules decided, when they were consulted (for explaining the call later). */
@@ -90,6 +93,7 @@ class PipelineAnswer implements Answer {
   fault: Fault | undefined = undefined;
   forward: true | undefined = undefined;
   serialized: string | undefined = undefined;
+  kept: KeptBodies | undefined = undefined;
   requestJson: true | undefined = undefined;
   trace: RuleTrace | undefined = undefined;
 
@@ -327,7 +331,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     // Before a handler could touch the message.
     const bundle = message.bundle as unknown as Record<string, unknown>;
     const earlier = deps.replays.get(messageId);
-    if (earlier && sameMessage(earlier.identity, bundle, envelope.text)) {
+    if (earlier && sameMessage(earlier.identity, bundle, inbound.body)) {
       // Escaped again: a state file written before answers were escaped may hold the text as it was then.
       const serialized = escapeJsonText(earlier.body.text);
       const body = JSON.parse(serialized);
@@ -336,10 +340,12 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       replayed.duplicate = true;
       replayed.headers = { ...ruling.headers, "X-Sandbox-Duplicate": "true" };
       replayed.serialized = serialized;
+      // Escaping lengthens what it changes: the same length is the same text, which the journal may share.
+      if (serialized.length === earlier.body.length) replayed.kept = { response: earlier.body };
       return replayed;
     }
     if (earlier) return outcome(409, [reusedId(messageId, earlier)], operation, messageId).ruledBy(ruling);
-    const identity = messageIdentity(bundle, envelope.text, deps.texts);
+    const identity = messageIdentity(bundle, inbound.body, deps.texts);
 
     const handler = deps.handlers[routed.operation.id];
     if (!handler) throw new Error(`no handler for operation ${routed.operation.id}`);
@@ -375,14 +381,17 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
               "fatal-error",
             );
       const serialized = bundleJson(built.body);
+      const body = deps.texts.keep(serialized);
       deps.replays.remember(messageId as string, {
         status: built.status,
-        body: deps.texts.keep(serialized),
+        body,
         identity,
         callId: inbound.call?.id,
         at: inbound.call?.at ?? deps.now(),
       });
       built.serialized = serialized;
+      // The journal keeps these very texts of the call (not a second copy).
+      built.kept = { response: body, ...("body" in identity ? { request: identity.body } : {}) };
       return built.ruledBy(ruling);
     }
   }

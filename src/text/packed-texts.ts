@@ -3,9 +3,6 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 /** Characters of text gathered before a block is packed: about 50 add-allergy calls, a millisecond to deflate. */
 export const BLOCK_CHARS = 256 * 1024;
 
-/** Texts of the open block compared with a new one: the journal keeps the answer the duplicate memory kept just before. */
-const RECENT = 16;
-
 /** Texts this short are kept as they are: a handle into a block would cost as much. */
 const KEPT_PLAIN = 64;
 
@@ -13,7 +10,14 @@ const KEPT_PLAIN = 64;
 const MAX_UTF8_PER_CHAR = 3;
 
 /**
- * Where a block's texts are written as UTF-8 before deflating, one for the process (packing is synchronous): writing
+ * Full blocks waiting to be packed off the request's turn, at most this many: a burst that fills more within one turn
+ * packs the oldest at once. With the open block and the last full one, at most three blocks are held as strings
+ * during a turn, two after it (as when packing happened on the request's turn).
+ */
+export const WAITING_BLOCKS = 1;
+
+/**
+ * Where a block's texts are written as UTF-8 before deflating, one for the process (each packing is synchronous): writing
  * each text into it costs a fifth of joining them and encoding the joined string. Sized for a block of BLOCK_CHARS;
  * a larger block (one text longer than a block) gets a buffer of its own, so that this never outgrows that.
  */
@@ -43,7 +47,9 @@ class Block {
 function inflatedBytes(block: Block): Buffer {
   const at = inflated.findIndex((entry) => entry.block === block);
   const entry = at >= 0 ? (inflated.splice(at, 1)[0] as (typeof inflated)[number]) : undefined;
-  const bytes = entry?.bytes ?? inflateRawSync(block.packed as Buffer);
+  // Inflated into one buffer of the block's size (known): in zlib's 16 KiB pieces, joined after, it costs twice as much.
+  const size = (block.byteEnds as number[]).at(-1) ?? 0;
+  const bytes = entry?.bytes ?? inflateRawSync(block.packed as Buffer, { chunkSize: Math.max(64, size + 64) });
   inflated.unshift({ block, bytes });
   if (inflated.length > INFLATED_BLOCKS) inflated.pop();
   return bytes;
@@ -65,6 +71,18 @@ export class KeptText {
     if (block.texts) return block.texts[index] as string;
     const ends = block.byteEnds as number[];
     return inflatedBytes(block).toString("utf8", ends[index - 1] ?? 0, ends[index]);
+  }
+
+  /**
+   * The text's UTF-8 bytes when its block is packed (a view into the inflated block: copy them before the next read
+   * of another block), else undefined: a writer of bytes then copies them without decoding the text and encoding it
+   * again.
+   */
+  get packedBytes(): Buffer | undefined {
+    const { block, index } = this;
+    if (typeof block === "string" || block.texts) return undefined;
+    const ends = block.byteEnds as number[];
+    return inflatedBytes(block).subarray(ends[index - 1] ?? 0, ends[index]);
   }
 
   /** The text's length in characters, without unpacking it. */
@@ -91,7 +109,10 @@ export class KeptText {
  * where deflating each body alone packs about twofold at ten times the cost.
  * A block is freed when no KeptText of it is left. Reading a packed text
  * inflates its block (a fraction of a millisecond); the last blocks read stay
- * inflated, so walking a journal in order inflates each block once.
+ * inflated, so walking a journal in order inflates each block once. A full
+ * block is packed after the turn that filled it (setImmediate), not on the
+ * request's turn; a burst that fills more than WAITING_BLOCKS in one turn
+ * packs the oldest at once.
  */
 export class PackedTexts {
   #open = new Block();
@@ -101,6 +122,9 @@ export class PackedTexts {
    * block come in a burst.
    */
   #full: Block | undefined;
+  /** Full blocks to be packed after this turn, oldest first. */
+  readonly #waiting: Block[] = [];
+  #scheduled = false;
   #packedBytes = 0;
 
   constructor(private readonly blockChars = BLOCK_CHARS) {}
@@ -108,13 +132,10 @@ export class PackedTexts {
   keep(text: string): KeptText {
     // A text UTF-8 cannot carry (a lone surrogate) would not come back the same: kept as it is.
     if (text.length <= KEPT_PLAIN || !text.isWellFormed()) return KeptText.plain(text);
+    // No search for the same text kept a moment ago: who keeps a text twice hands the KeptText on (KeptBodies).
     let block = this.#open;
-    const texts = block.texts as string[];
-    for (let i = texts.length - 1; i >= 0 && i >= texts.length - RECENT; i--) {
-      if (texts[i] === text) return new KeptText(block, i);
-    }
     if (block.chars > 0 && block.chars + text.length > this.blockChars) {
-      if (this.#full) this.#pack(this.#full);
+      if (this.#full) this.#wait(this.#full);
       this.#full = block;
       block = this.#open = new Block();
     }
@@ -129,6 +150,20 @@ export class PackedTexts {
   get packedBytes(): number {
     return this.#packedBytes;
   }
+
+  #wait(block: Block): void {
+    this.#waiting.push(block);
+    if (this.#waiting.length > WAITING_BLOCKS) this.#pack(this.#waiting.shift() as Block);
+    if (this.#scheduled) return;
+    this.#scheduled = true;
+    // Unref'd: texts waiting to be packed are readable as they are; they need not keep the process alive.
+    setImmediate(this.#packWaiting).unref();
+  }
+
+  readonly #packWaiting = (): void => {
+    this.#scheduled = false;
+    for (let block = this.#waiting.shift(); block; block = this.#waiting.shift()) this.#pack(block);
+  };
 
   #pack(block: Block): void {
     const texts = block.texts as string[];
@@ -147,7 +182,10 @@ export class PackedTexts {
     block.texts = undefined;
   }
 
-  /** Starts afresh (the workspace was reset): texts kept so far stay readable, as they are, until they are dropped. */
+  /**
+   * Starts afresh (the workspace was reset): texts kept so far stay readable until they are dropped (blocks waiting
+   * are still packed).
+   */
   clear(): void {
     this.#full = undefined;
     this.#open = new Block();

@@ -154,7 +154,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
   const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT), {
     maxChars: options.journalMaxBytes,
-    sizeOf: (answer) => answer.body.length + ("text" in answer.identity ? answer.identity.text.length : 0),
+    sizeOf: (answer) => answer.body.length + ("body" in answer.identity ? answer.identity.body.length : 0),
   });
   const store = new SandboxStore(
     {

@@ -11,6 +11,9 @@ function texts(n: number): string[] {
   });
 }
 
+/** Resolves after the immediates queued so far have run: packing happens there. */
+const afterThisTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 describe("packed texts", () => {
   it("gives every text back exactly, packed or not: Arabic, emoji, short, empty and long alike", () => {
     const packed = new PackedTexts(4_000);
@@ -46,15 +49,63 @@ describe("packed texts", () => {
     expect(packed.packedBytes * 5).toBeLessThan(packedInput);
   });
 
-  it("packs a full block only once the next one is full too, so that what was kept a moment ago is read as it is", () => {
+  it("packs a full block only once the next one is full too, so that what was kept a moment ago is read as it is", async () => {
     const packed = new PackedTexts(1_000);
     const text = (i: number) => `${"x".repeat(300)}${i}`;
     for (let i = 0; i < 4; i++) packed.keep(text(i)); // the first block: three texts, the fourth opens the second
+    await afterThisTurn();
 
     expect(packed.packedBytes).toBe(0);
     for (let i = 4; i < 7; i++) packed.keep(text(i)); // the second block is full: the first is packed
+    await afterThisTurn();
 
     expect(packed.packedBytes).toBeGreaterThan(0);
+  });
+
+  it("packs a full block after the turn that filled it, not on the request's turn", async () => {
+    const packed = new PackedTexts(1_000);
+    const text = (i: number) => `${"x".repeat(300)}${i}`;
+    const kept = Array.from({ length: 7 }, (_, i) => packed.keep(text(i)));
+
+    expect(packed.packedBytes).toBe(0);
+    expect(kept[0]?.packedBytes).toBeUndefined();
+    await afterThisTurn();
+
+    expect(packed.packedBytes).toBeGreaterThan(0);
+    expect(kept[0]?.packedBytes?.toString("utf8")).toBe(text(0));
+    expect(kept.map((k) => k.text)).toEqual(Array.from({ length: 7 }, (_, i) => text(i)));
+  });
+
+  it("packs at once when a burst fills more blocks in one turn than may wait: memory stays bounded", async () => {
+    const packed = new PackedTexts(1_000);
+    const text = (i: number) => `${"y".repeat(300)}${i}`;
+    // Blocks of three texts. The seventh text fills the second block: the first waits for the end of the turn. The
+    // tenth fills the third: the second would wait too, one more than may, so the first is packed at once.
+    const kept: KeptText[] = [];
+    for (let i = 0; i < 9; i++) kept.push(packed.keep(text(i)));
+    expect(packed.packedBytes).toBe(0);
+    for (let i = 9; i < 12; i++) kept.push(packed.keep(text(i)));
+
+    expect(packed.packedBytes).toBeGreaterThan(0);
+    expect(kept[0]?.packedBytes).toBeDefined();
+    expect(kept[3]?.packedBytes).toBeUndefined();
+    await afterThisTurn();
+    expect(kept[3]?.packedBytes).toBeDefined();
+    expect(kept.map((k) => k.text)).toEqual(Array.from({ length: 12 }, (_, i) => text(i)));
+  });
+
+  it("gives a packed text's UTF-8 bytes without decoding it; undefined while it is not packed", async () => {
+    const packed = new PackedTexts(1_000);
+    const texts = ["محمد عبدالله".repeat(30), "😀 emoji ".repeat(40), "x".repeat(500), "é".repeat(200)];
+    const kept = [...texts, ...texts, ...texts].map((t) => packed.keep(t));
+    await afterThisTurn();
+
+    expect(kept.at(-1)?.packedBytes).toBeUndefined();
+    for (const [i, k] of kept.entries()) {
+      if (k.packedBytes) expect(k.packedBytes.equals(Buffer.from(texts[i % texts.length] as string))).toBe(true);
+    }
+    expect(kept.filter((k) => k.packedBytes).length).toBeGreaterThan(3);
+    expect(KeptText.plain("short").packedBytes).toBeUndefined();
   });
 
   it("keeps a text with a lone surrogate as it is (UTF-8 could not carry it)", () => {
