@@ -3,7 +3,7 @@ import { resourceText } from "./fixed-resources.js";
 
 /**
  * `jsonText(body)`, the same text, written around the texts of the stored (frozen) resources it holds: each is
- * serialized once (resourceText) and spliced into every answer that holds it, so an add-allergy answer does not
+ * kept once written again (resourceText) and spliced into every answer that holds it, so an add-allergy answer does not
  * serialize its patient again, nor a profile view its 14 to 50 records. What is not stored (the Bundle's own
  * members, the MessageHeader, new resources) is serialized here, a member at a time, by JSON.stringify itself.
  *

@@ -7,7 +7,10 @@ import { jsonText } from "../text/json-text.js";
  * sends the same 14 to 50 records again and again.
  */
 interface Derived {
+  /** Kept from the second time the resource is written (see resourceText). */
   text: string | undefined;
+  /** Written once already, its text not kept. */
+  written: boolean;
   references: readonly string[] | undefined;
 }
 
@@ -35,7 +38,7 @@ function derivedOf(resource: object): Derived | undefined {
     return before;
   }
   if (!fixed(resource)) return undefined;
-  return keep(resource, { text: undefined, references: undefined });
+  return keep(resource, { text: undefined, written: false, references: undefined });
 }
 
 function keep(resource: object, derived: Derived): Derived {
@@ -58,7 +61,7 @@ function grew(chars: number): void {
  * it all the way down (RecordInterner) and is about to answer with it.
  */
 export function isFixed(resource: object): void {
-  if (!young.has(resource)) keep(resource, { text: undefined, references: undefined });
+  if (!young.has(resource)) keep(resource, { text: undefined, written: false, references: undefined });
 }
 
 /**
@@ -74,16 +77,22 @@ function fixed(value: unknown): boolean {
 }
 
 /**
- * A resource's JSON text as jsonText writes it: made once for a resource that cannot change (frozen all the way
- * down), and made anew each time for any other.
+ * A resource's JSON text as jsonText writes it: for a resource that cannot change (frozen all the way down), kept
+ * from the second time it is written, and reused; made anew each time for any other. Most records are written once
+ * (a new allergy, in the answer that adds it): holding each one's text until the table turns it over cost more in
+ * garbage collection (old-space texts) than writing it again when a profile view sends it.
  *
  * @example
- *   resourceText(storedAllergy) === jsonText(storedAllergy) // made on the first call, kept for the next
+ *   resourceText(storedPatient) === jsonText(storedPatient) // kept on the second call, reused from the third
  */
 export function resourceText(resource: object): string {
   const derived = Object.isFrozen(resource) ? derivedOf(resource) : undefined;
   if (derived === undefined) return jsonText(resource);
   if (derived.text === undefined) {
+    if (!derived.written) {
+      derived.written = true;
+      return jsonText(resource);
+    }
     derived.text = jsonText(resource);
     // Counted in the generation that holds it now (derivedOf just put it in the young one).
     grew(derived.text.length);
