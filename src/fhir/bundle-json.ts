@@ -1,87 +1,114 @@
-import { randomUUID } from "node:crypto";
-import { jsonText } from "../text/json-text.js";
-
-/** Most resource texts kept: a few patient profiles' worth (a profile view sends 14 to 50 records). */
-const LIMIT = 2_048;
+import { escapeJsonText, jsonText } from "../text/json-text.js";
+import { resourceText } from "./fixed-resources.js";
 
 /**
- * JSON texts of stored resources, by object. The store freezes what it keeps (deeply), so a stored record's text
- * never changes: it is serialized once and spliced into every answer that holds it. Bounded, oldest first out.
- */
-const texts = new Map<object, string>();
-
-/** Stands for a resource in the Bundle's text until its own text is spliced in; never leaves the process. */
-const MARK = `@@uae-fhir-sandbox:${randomUUID()}:`;
-
-/** Whether a value's JSON text cannot change: plain objects and arrays, frozen all the way down, and primitives. */
-function fixed(value: unknown): boolean {
-  if (value === null || typeof value !== "object") return typeof value !== "function";
-  const proto = Object.getPrototypeOf(value);
-  if ((proto !== Object.prototype && proto !== Array.prototype) || !Object.isFrozen(value)) return false;
-  for (const child of Object.values(value)) if (!fixed(child)) return false;
-  return true;
-}
-
-/** A stored resource's JSON text (jsonText's): kept from the last time, or made now (and kept if it cannot change). */
-function resourceText(resource: object): string {
-  const known = texts.get(resource);
-  if (known !== undefined) {
-    texts.delete(resource);
-    texts.set(resource, known);
-    return known;
-  }
-  const text = jsonText(resource);
-  if (fixed(resource)) {
-    texts.set(resource, text);
-    if (texts.size > LIMIT) texts.delete(texts.keys().next().value as object);
-  }
-  return text;
-}
-
-/**
- * `jsonText(body)`, the same text, made faster for Bundles that hold several frozen (stored) resources: a
- * patient profile view sends the same records again and again, and serializing (and escaping) them was most of its
- * cost.
+ * `jsonText(body)`, the same text, written around the texts of the stored (frozen) resources it holds: each is
+ * kept once written again (resourceText) and spliced into every answer that holds it, so an add-allergy answer does not
+ * serialize its patient again, nor a profile view its 14 to 50 records. What is not stored (the Bundle's own
+ * members, the MessageHeader, new resources) is serialized here, a member at a time, by JSON.stringify itself.
  *
  * @example
  *   bundleJson(okMessage(correlation, records, deps)) === jsonText(okMessage(correlation, records, deps))
  */
 export function bundleJson(body: unknown): string {
-  const entries = (body as { entry?: unknown } | null)?.entry;
-  if (!Array.isArray(entries) || frozenResources(entries) < MIN_FROZEN) return jsonText(body);
-  const spliced: string[] = [];
-  const entry = entries.map((e: unknown) => {
-    const resource = resourceOf(e);
-    if (resource === undefined || !Object.isFrozen(resource)) return e;
-    spliced.push(resourceText(resource));
-    return { ...(e as object), resource: `${MARK}${spliced.length - 1}` };
-  });
-  const pieces = jsonText({ ...(body as object), entry }).split(`"${MARK}`);
-  let text = pieces[0] as string;
-  for (let i = 1; i < pieces.length; i++) {
-    const piece = pieces[i] as string;
-    const end = piece.indexOf('"');
-    text += spliced[Number(piece.slice(0, end))] + piece.slice(end + 1);
+  const entries = plain(body) ? body.entry : undefined;
+  if (!Array.isArray(entries) || !plain(entries) || !holdsFrozen(entries)) return jsonText(body);
+  const text = new Text();
+  text.raw("{");
+  let first = true;
+  for (const key of Object.keys(body as object)) {
+    if (key === "entry") {
+      text.raw(first ? '"entry":[' : ',"entry":[');
+      entriesText(entries, text);
+      text.raw("]");
+      first = false;
+    } else first = member(text, key, (body as Record<string, unknown>)[key], first);
   }
-  return text;
+  text.raw("}");
+  return text.done();
+}
+
+function entriesText(entries: readonly unknown[], text: Text): void {
+  for (let i = 0; i < entries.length; i++) {
+    if (i > 0) text.raw(",");
+    const entry = entries[i];
+    const resource = plain(entry) ? entry.resource : undefined;
+    if (resource === null || typeof resource !== "object" || !Object.isFrozen(resource)) {
+      text.raw(plain(entry) ? JSON.stringify(entry) : element(i, entry));
+      continue;
+    }
+    text.raw("{");
+    let first = true;
+    for (const key of Object.keys(entry as object)) {
+      if (key === "resource") {
+        text.raw(first ? '"resource":' : ',"resource":');
+        text.kept(resourceText(resource));
+        first = false;
+      } else first = member(text, key, (entry as Record<string, unknown>)[key], first);
+    }
+    text.raw("}");
+  }
+}
+
+/** An array's element as JSON.stringify writes it there: a `toJSON` gets its index, what has no JSON is `null`. */
+function element(index: number, value: unknown): string {
+  const written = JSON.stringify({ [index]: value });
+  return written.length === 2 ? "null" : written.slice(String(index).length + 4, -1);
 }
 
 /**
- * Fewer stored resources than this in a Bundle and it is serialized as a whole: splicing pays off for a profile's
- * records, not for an answer that holds one new record and its patient.
+ * One member of an object, as JSON.stringify writes it in the object (a `toJSON` called with its key, a member
+ * whose value has no JSON left out); returns whether the object still has no member written.
  */
-const MIN_FROZEN = 4;
-
-function resourceOf(entry: unknown): object | undefined {
-  const resource = (entry as { resource?: unknown } | null)?.resource;
-  return resource !== null && typeof resource === "object" ? resource : undefined;
+function member(text: Text, key: string, value: unknown, first: boolean): boolean {
+  let written: string;
+  if (typeof value === "string") written = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
+  else {
+    written = JSON.stringify({ [key]: value }).slice(1, -1);
+    if (written === "") return first;
+  }
+  text.raw(first ? written : `,${written}`);
+  return false;
 }
 
-function frozenResources(entries: readonly unknown[]): number {
-  let count = 0;
-  for (const e of entries) {
-    const resource = resourceOf(e);
-    if (resource !== undefined && Object.isFrozen(resource)) count++;
+/**
+ * The answer's text: raw JSON (to be escaped) and kept texts (escaped already) in turn; the raw runs are escaped
+ * as a whole, the kept texts not scanned again.
+ */
+class Text {
+  #done = "";
+  #raw = "";
+
+  raw(json: string): void {
+    this.#raw += json;
   }
-  return count;
+
+  kept(escaped: string): void {
+    this.#done += escaped_(this.#raw) + escaped;
+    this.#raw = "";
+  }
+
+  done(): string {
+    return this.#done + escaped_(this.#raw);
+  }
+}
+
+/** escapeJsonText, for the short runs between kept texts: most hold none of the three characters, told by indexOf. */
+function escaped_(json: string): string {
+  return json.indexOf("<") < 0 && json.indexOf(">") < 0 && json.indexOf("&") < 0 ? json : escapeJsonText(json);
+}
+
+/** A plain object or array without `toJSON`: its members are written as JSON.stringify would. */
+function plain(value: unknown): value is Record<string, unknown> {
+  if (value === null || typeof value !== "object" || "toJSON" in value) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === Array.prototype;
+}
+
+function holdsFrozen(entries: readonly unknown[]): boolean {
+  for (const entry of entries) {
+    const resource = (entry as { resource?: unknown } | null)?.resource;
+    if (resource !== null && typeof resource === "object" && Object.isFrozen(resource)) return true;
+  }
+  return false;
 }

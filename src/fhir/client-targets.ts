@@ -1,22 +1,8 @@
 import type { BundleEntry, Resource } from "fhir/r4.js";
 import type { Message } from "../envelope/message.js";
+import { referencesOf } from "./fixed-resources.js";
 
 const ABSOLUTE = /^(https?:|urn:)/;
-
-/** Every `reference` string inside a resource (Reference.reference at any depth). */
-function referencesIn(node: unknown, out: string[] = []): string[] {
-  if (Array.isArray(node)) {
-    for (const item of node) referencesIn(item, out);
-  } else if (node !== null && typeof node === "object") {
-    const record = node as Record<string, unknown>;
-    for (const key in record) {
-      const value = record[key];
-      if (key === "reference" && typeof value === "string") out.push(value);
-      else if (typeof value === "object") referencesIn(value, out);
-    }
-  }
-  return out;
-}
 
 /**
  * The entries of the request message that the answer's resources refer to
@@ -32,17 +18,21 @@ function referencesIn(node: unknown, out: string[] = []): string[] {
  *   clientTargets([storedAllergy], message) // [{ fullUrl: "urn:uuid:1", resource: practitioner }]
  */
 export function clientTargets(resources: readonly Resource[], message: Message): BundleEntry[] {
-  const held = new Set(resources.flatMap((r) => (r.id ? [`${r.resourceType}/${r.id}`] : [])));
+  // Entry 0 is the request's MessageHeader, never part of an answer: a request without other entries has no targets.
+  if (message.entries.length <= 1) return [];
   const included: BundleEntry[] = [];
+  // Made when a reference first finds an entry: most answers' references (their own patient) find none.
+  let held: Set<string> | undefined;
   const taken = new Set<number>();
-  const queue: unknown[] = [...resources];
+  const queue: Resource[] = [...resources];
   for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    for (const reference of referencesIn(next)) {
+    // A stored record's references are found once (referencesOf), not walked again in every answer that holds it.
+    for (const reference of referencesOf(next)) {
       if (reference.startsWith("#")) continue;
       const target = message.resolve(reference);
-      // Entry 0 is the request's MessageHeader: never part of an answer.
       if (!target || target.index === 0 || taken.has(target.index)) continue;
       const { resourceType, id } = target.resource;
+      held ??= new Set(resources.flatMap((r) => (r.id ? [`${r.resourceType}/${r.id}`] : [])));
       // The sandbox's own version of a resource answers for it.
       if (id !== undefined && held.has(`${resourceType}/${id}`)) continue;
       const absolute = ABSOLUTE.test(reference);
@@ -51,7 +41,7 @@ export function clientTargets(resources: readonly Resource[], message: Message):
       if (id !== undefined) held.add(`${resourceType}/${id}`);
       const fullUrl = absolute ? reference.replace(/\/_history\/[^/]+$/, "") : undefined;
       included.push(fullUrl ? { fullUrl, resource: target.resource } : { resource: target.resource });
-      queue.push(target.resource);
+      queue.push(target.resource as Resource);
     }
   }
   return included;

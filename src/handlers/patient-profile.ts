@@ -10,7 +10,7 @@ import type {
 } from "fhir/r4.js";
 import { LOINC } from "../domain/vital-signs.js";
 import { isEnteredInError } from "../fhir/entered-in-error.js";
-import { identityOfPatient } from "../store/patient-identity.js";
+import { identityOfEntry } from "../store/patient-identity.js";
 import type { RecordType } from "../store/sandbox-store.js";
 import { type Handler, ok } from "./handler.js";
 import { patientReference } from "./profile-records.js";
@@ -78,9 +78,9 @@ export function latestPerCode(observations: Observation[]): Observation[] {
  * view-patient-profile: the Patient and a Composition summarising the active
  * records in IPS sections, plus every resource the Composition references.
  */
-export const viewPatientProfile: Handler = ({ focus }, { store, now, newId }) => {
+export const viewPatientProfile: Handler = ({ focus, message }, { store, now, newId }) => {
   const sent = focus[0]?.resource as Patient;
-  const patient = store.ensurePatient(identityOfPatient(sent));
+  const patient = store.ensurePatient(identityOfEntry(sent, message));
   const subject = patientReference(patient);
   const sectionItems = SECTIONS.map((s) => {
     const active = store.records(patient.id as string, s.types).filter((r) => !isEnteredInError(r));

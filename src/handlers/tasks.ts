@@ -1,7 +1,7 @@
 import type { Patient, Task } from "fhir/r4.js";
 import { CLOSED_TASK_STATUSES, checkTransition, isTaskStatus } from "../domain/task-transitions.js";
 import { type Issue, issue } from "../fhir/outcome.js";
-import { identityOfPatient, identityOfReference } from "../store/patient-identity.js";
+import { identityOfEntry, identityOfReference } from "../store/patient-identity.js";
 import { type Handler, type HandlerTable, invalid, refuse, withPatients } from "./handler.js";
 import { patientReference } from "./profile-records.js";
 
@@ -122,8 +122,8 @@ export function pendingOrder(a: Task, b: Task): number {
   return rank(a) - rank(b) || (Date.parse(a.authoredOn ?? "") || 0) - (Date.parse(b.authoredOn ?? "") || 0);
 }
 
-const pendingTasks: Handler = ({ focus }, { store }) => {
-  const patient = store.ensurePatient(identityOfPatient(focus[0]?.resource as Patient));
+const pendingTasks: Handler = ({ focus, message }, { store }) => {
+  const patient = store.ensurePatient(identityOfEntry(focus[0]?.resource as Patient, message));
   const pending = store
     .records<Task>(patient.id as string, ["Task"])
     .filter((t) => !(CLOSED_TASK_STATUSES as readonly string[]).includes(t.status))

@@ -52,11 +52,17 @@ export class RecordInterner {
 
   /** Replaces a node's children by their kept (frozen) copies; the `own` keys' parts are frozen without a lookup. */
   #keepChildren(node: Record<string, unknown>, own?: ReadonlySet<string>): void {
-    const array = Array.isArray(node);
+    if (Array.isArray(node)) {
+      for (let i = 0; i < node.length; i++) {
+        const child = node[i];
+        if (isObject(child) && !Object.isFrozen(child)) node[i] = this.#part(child);
+      }
+      return;
+    }
     for (const key of Object.keys(node)) {
       const child = node[key];
       if (typeof child === "string") {
-        if (!array && VOCABULARY.has(key) && child.length <= MAX_STRING) node[key] = this.#string(child);
+        if (VOCABULARY.has(key) && child.length <= MAX_STRING) node[key] = this.#string(child);
       } else if (isObject(child) && !Object.isFrozen(child)) {
         if (own?.has(key)) {
           this.#keepChildren(child);
@@ -72,71 +78,61 @@ export class RecordInterner {
 
   /** The kept part equal to this one, or this one, frozen (and kept, if small enough to recur). */
   #part(node: Record<string, unknown>): object {
-    // Serialized only when small: stringifying every level of a deep, large part would cost its size times its depth.
-    const text = small(node, MAX_PART) ? JSON.stringify(node) : undefined;
-    // Only parts that are all JSON are kept and looked up: for them, the same text means the same value.
-    const shareable = text !== undefined && text.length <= MAX_PART && plainJson(node);
-    if (shareable) {
+    // Serialized only when small and all JSON (one walk tells both): stringifying every level of a deep, large part
+    // would cost its size times its depth. For parts that are all JSON, the same text means the same value.
+    const text = shareable(node, MAX_PART) ? JSON.stringify(node) : undefined;
+    if (text !== undefined && text.length <= MAX_PART) {
       const known = this.#parts.get(text);
       if (known !== undefined) return known;
+      this.#keepChildren(node);
+      return this.#parts.set(text, Object.freeze(node));
     }
     this.#keepChildren(node);
-    Object.freeze(node);
-    if (shareable) this.#parts.set(text as string, node);
-    return node;
+    return Object.freeze(node);
   }
 }
 
 /**
- * Whether the strings and keys within `node` come to at most `budget` characters: a lower bound of its JSON's
- * length, found without walking past the budget.
+ * Whether `node` is all JSON and the strings and keys within it come to at most `budget` characters (a lower bound
+ * of its JSON's length), found in one walk that stops past the budget. All JSON: plain objects and arrays, strings,
+ * booleans, null and finite numbers but -0. Two such values with the same JSON text are alike in every way a reader
+ * could tell (keys and their order included); others may not be: `{ a: undefined }` and `{}` have the same text, and
+ * so have 0 and -0.
  */
-function small(node: unknown, budget: number): boolean {
-  let left = budget;
-  const walk = (value: unknown): boolean => {
-    if (typeof value === "string") left -= value.length;
-    else if (isObject(value)) {
-      for (const key of Object.keys(value)) {
-        left -= key.length;
-        if (left < 0 || !walk(value[key])) return false;
+function shareable(node: object, budget: number): boolean {
+  return within(node, budget) >= 0;
+}
+
+/** What is left of `budget` after `value`'s strings and keys (each other value counts 1), or -1 past it or not JSON. */
+function within(value: unknown, budget: number): number {
+  switch (typeof value) {
+    case "string":
+      return budget - value.length;
+    case "boolean":
+      return budget - 1;
+    case "number":
+      return Number.isFinite(value) && !Object.is(value, -0) ? budget - 1 : -1;
+    case "object": {
+      if (value === null) return budget - 1;
+      let left = budget;
+      const proto = Object.getPrototypeOf(value);
+      if (proto === Array.prototype) {
+        const array = value as unknown[];
+        for (let i = 0; i < array.length && left >= 0; i++) left = within(array[i], left);
+        return left;
       }
-    } else left -= 1;
-    return left >= 0;
-  };
-  return walk(node);
+      if (proto !== Object.prototype) return -1;
+      for (const key in value) {
+        left = within((value as Record<string, unknown>)[key], left - key.length);
+        if (left < 0) return -1;
+      }
+      return left;
+    }
+    default:
+      return -1;
+  }
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return value !== null && typeof value === "object";
-}
-
-/**
- * Whether a value is all JSON: plain objects and arrays, strings, booleans,
- * null and finite numbers but -0. Two such values with the same JSON text
- * are alike in every way a reader could tell (keys and their order
- * included); others may not be: `{ a: undefined }` and `{}` have the same
- * text, and so have 0 and -0.
- */
-function plainJson(value: unknown): boolean {
-  switch (typeof value) {
-    case "string":
-    case "boolean":
-      return true;
-    case "number":
-      return Number.isFinite(value) && !Object.is(value, -0);
-    case "object": {
-      if (value === null) return true;
-      const proto = Object.getPrototypeOf(value);
-      if (proto === Array.prototype) {
-        const array = value as unknown[];
-        for (let i = 0; i < array.length; i++) if (!plainJson(array[i])) return false;
-        return true;
-      }
-      if (proto !== Object.prototype) return false;
-      for (const key in value) if (!plainJson((value as Record<string, unknown>)[key])) return false;
-      return true;
-    }
-    default:
-      return false;
-  }
 }

@@ -1,4 +1,5 @@
 import type { Patient, Resource } from "fhir/r4.js";
+import { isFixed } from "../fhir/fixed-resources.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 import type { ProfileCache } from "./profile-cache.js";
@@ -300,7 +301,7 @@ export class SandboxStore {
   create<R extends Resource>(resource: R, patientId: string): R {
     const stored = this.#stamp(resource, this.deps.newId(), 1);
     this.#hold(stored, patientId);
-    return stored;
+    return this.#answered(stored);
   }
 
   /** Replaces a stored record with a new version (versionId + 1). */
@@ -310,6 +311,16 @@ export class SandboxStore {
     const version = Number(held.resource.meta?.versionId ?? "1") + 1;
     const stored = this.#stamp(resource, resource.id as string, version);
     this.#hold(stored, held.patientId);
+    return this.#answered(stored);
+  }
+
+  /**
+   * A record just created or updated, which the caller answers with: frozen all the way down once held
+   * (RecordInterner), so its JSON text and references are worked out once (fixed-resources), without the walk that
+   * would tell it.
+   */
+  #answered<R extends Resource>(stored: R): R {
+    if (Object.isFrozen(stored)) isFixed(stored);
     return stored;
   }
 

@@ -1,5 +1,5 @@
 import type { Bundle } from "fhir/r4.js";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { bundleJson } from "../../src/fhir/bundle-json.js";
 
 /** Frozen all the way down, as the store keeps a record. */
@@ -68,5 +68,44 @@ describe("bundleJson: the text JSON.stringify gives, stored resources serialized
     changing.text = "after";
     expect(bundleJson(body())).toBe(JSON.stringify(body()));
     expect(bundleJson(body())).toContain('"text":"after"');
+  });
+});
+
+describe("bundleJson writes the text around the stored resources' own", () => {
+  const escaped = (body: unknown) =>
+    JSON.stringify(body).replace(/</g, "\\u003c").replace(/>/g, "\\u003e").replace(/&/g, "\\u0026");
+
+  it("gives escaped JSON.stringify's text for members that are left out, toJSON, markup, holes and odd entries", () => {
+    const stored = deepFrozen({ resourceType: "Basic", id: "s", text: { div: "<div>a & b</div>" } });
+    const entries: unknown[] = [
+      { fullUrl: "urn:uuid:<1>", resource: stored, skipped: undefined, fn: () => 1, after: { div: "<p>" } },
+      { resource: stored, at: new Date(0), ["__proto__"]: { odd: true } },
+      { toJSON: (key: string) => ({ key }), resource: stored },
+      undefined,
+      null,
+      "text & more",
+      { resource: { resourceType: "Patient", note: "<b>" } },
+    ];
+    entries[9] = { resource: stored };
+    const body = { resourceType: "Bundle", id: undefined, entry: entries, meta: { tag: "<&>" }, total: Number.NaN };
+    expect(bundleJson(body)).toBe(escaped(body));
+    expect(bundleJson(body)).toBe(escaped(body));
+  });
+
+  it("keeps a stored resource's text from its second answer, even when it is the only one in the Bundle", () => {
+    const stored = allergy();
+    const stringify = vi.spyOn(JSON, "stringify");
+    try {
+      for (let round = 0; round < 5; round++) {
+        const body = bundle([
+          { fullUrl: "urn:uuid:1", resource: { resourceType: "MessageHeader" } },
+          { resource: stored },
+        ]);
+        expect(bundleJson(body)).toBe(escaped(body));
+      }
+      expect(stringify.mock.calls.filter(([value]) => value === stored)).toHaveLength(2);
+    } finally {
+      stringify.mockRestore();
+    }
   });
 });
