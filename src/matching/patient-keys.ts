@@ -17,7 +17,11 @@ export function patientKeysOf(message: Message): string[] {
   }
   for (const entry of message.focus) {
     for (const field of PATIENT_FIELDS) {
-      const identity = identityOfReference(entry.resource[field] as Reference | undefined, message);
+      const reference = entry.resource[field] as Reference | undefined;
+      // A Patient entry of this message: its keys are in already (read once: every message pays for this).
+      const target = typeof reference?.reference === "string" ? message.resolve(reference.reference) : undefined;
+      if (target?.resource.resourceType === "Patient") continue;
+      const identity = identityOfReference(reference, message);
       for (const key of identity?.keys ?? []) keys.add(key);
     }
   }
