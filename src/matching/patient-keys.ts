@@ -1,6 +1,6 @@
 import type { Patient, Reference } from "fhir/r4.js";
 import type { Message } from "../envelope/message.js";
-import { identityOfPatient, identityOfReference } from "../store/patient-identity.js";
+import { identityOfReference, keysOfPatient } from "../store/patient-identity.js";
 
 const PATIENT_FIELDS = ["patient", "subject", "for"] as const;
 
@@ -12,7 +12,7 @@ export function patientKeysOf(message: Message): string[] {
   const keys = new Set<string>();
   for (const entry of message.entries) {
     if (entry.resource.resourceType === "Patient") {
-      for (const key of identityOfPatient(entry.resource as Patient).keys) keys.add(key);
+      for (const key of keysOfPatient(entry.resource as Patient)) keys.add(key);
     }
   }
   for (const entry of message.focus) {

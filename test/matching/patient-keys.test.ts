@@ -2,24 +2,38 @@ import type { Bundle, Patient, Reference, Resource } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { type Message, readMessage } from "../../src/envelope/message.js";
 import { patientKeysOf } from "../../src/matching/patient-keys.js";
-import { identityOfPatient, identityOfReference } from "../../src/store/patient-identity.js";
 import { example, exampleFiles, messageBundle } from "../support/messages.js";
 
+/** A Patient's keys as CONTRACT §6 gives them, written out: `system|value` per identifier with a value, then its id. */
+function keysOf(patient: Patient): string[] {
+  const keys = (patient.identifier ?? []).flatMap((i) => (i.value ? [`${i.system ?? ""}|${i.value}`] : []));
+  return typeof patient.id === "string" ? [...keys, patient.id] : keys;
+}
+
 /**
- * The keys as they were computed before a Patient entry was read once: every Patient entry, then every focus
- * resource's patient / subject / for reference resolved again (a Patient entry's keys a second time).
+ * The reference: every Patient entry's keys, then every focus resource's patient / subject / for reference resolved
+ * (again, for one that names a Patient entry): the entry it names, a Patient/id, or an identifier.
  */
 function reference(message: Message): string[] {
   const keys = new Set<string>();
   for (const entry of message.entries) {
-    if (entry.resource.resourceType === "Patient") {
-      for (const key of identityOfPatient(entry.resource as Patient).keys) keys.add(key);
-    }
+    if (entry.resource.resourceType === "Patient") for (const key of keysOf(entry.resource as Patient)) keys.add(key);
   }
   for (const entry of message.focus) {
     for (const field of ["patient", "subject", "for"]) {
-      const identity = identityOfReference(entry.resource[field] as Reference | undefined, message);
-      for (const key of identity?.keys ?? []) keys.add(key);
+      const named = entry.resource[field] as Reference | undefined;
+      if (!named) continue;
+      const target = typeof named.reference === "string" ? message.resolve(named.reference) : undefined;
+      const id = /(?:^|\/)Patient\/([A-Za-z0-9\-.]{1,64})(?:\/_history\/[^/]+)?$/.exec(named.reference ?? "")?.[1];
+      const found =
+        target?.resource.resourceType === "Patient"
+          ? keysOf(target.resource as Patient)
+          : id
+            ? [id]
+            : named.identifier?.value
+              ? [`${named.identifier.system ?? ""}|${named.identifier.value}`]
+              : [];
+      for (const key of found) keys.add(key);
     }
   }
   return [...keys];
