@@ -191,34 +191,25 @@ class Bucket {
 }
 
 const NO_RULES = new Bucket();
+const NONE: readonly Placed[] = [];
 
-/**
- * The rules of several lists, each in order, merged into the overall order; a
- * rule found in more than one list (it names two of the message's patients) once.
- */
-function* merged(given: ReadonlyArray<readonly Placed[]>): Generator<CompiledRule> {
-  const lists = given.filter((list) => list.length > 0);
-  if (lists.length <= 1) {
-    for (const p of lists[0] ?? []) yield p.rule;
-    return;
-  }
-  const at = lists.map(() => 0);
-  let last = -1;
+/** The rules of up to three disjoint lists, each in order, merged into the overall order. */
+function* inOrder(a: readonly Placed[], b: readonly Placed[], c: readonly Placed[] = NONE): Generator<CompiledRule> {
+  let i = 0;
+  let j = 0;
+  let k = 0;
   for (;;) {
-    let best = -1;
-    let order = Number.POSITIVE_INFINITY;
-    for (let l = 0; l < lists.length; l++) {
-      const next = (lists[l] as readonly Placed[])[at[l] as number];
-      if (next !== undefined && next.order < order) {
-        order = next.order;
-        best = l;
-      }
-    }
-    if (best < 0) return;
-    at[best] = (at[best] as number) + 1;
-    if (order === last) continue;
-    last = order;
-    yield ((lists[best] as readonly Placed[])[(at[best] as number) - 1] as Placed).rule;
+    const x = a[i];
+    const y = b[j];
+    const z = c[k];
+    let next = x;
+    if (y !== undefined && (next === undefined || y.order < next.order)) next = y;
+    if (z !== undefined && (next === undefined || z.order < next.order)) next = z;
+    if (next === undefined) return;
+    if (next === x) i++;
+    else if (next === y) j++;
+    else k++;
+    yield next.rule;
   }
 }
 
@@ -260,7 +251,7 @@ export class RuleSet {
 
   /** Every rule a message of this operation meets, in order: what an explanation of its decision lists. */
   candidates(operation: string | null): Generator<CompiledRule> {
-    return merged([this.#own(operation).all, this.#anyOperation.all]);
+    return inOrder(this.#own(operation).all, this.#anyOperation.all);
   }
 
   /**
@@ -271,15 +262,17 @@ export class RuleSet {
   applicable(facts: Pick<RequestFacts, "operation" | "patientKeys">): Generator<CompiledRule> {
     const own = this.#own(facts.operation);
     const any = this.#anyOperation;
-    const lists = [own.anyPatient, any.anyPatient];
-    if (own.byPatient.size > 0 || any.byPatient.size > 0) {
-      for (const key of facts.patientKeys()) {
-        const mine = own.byPatient.get(key);
-        if (mine) lists.push(mine);
-        const theirs = any.byPatient.get(key);
-        if (theirs) lists.push(theirs);
-      }
+    if (own.byPatient.size === 0 && any.byPatient.size === 0) return inOrder(own.anyPatient, any.anyPatient);
+    const named: Placed[] = [];
+    for (const key of facts.patientKeys()) {
+      for (const placed of own.byPatient.get(key) ?? NONE) named.push(placed);
+      for (const placed of any.byPatient.get(key) ?? NONE) named.push(placed);
     }
-    return merged(lists);
+    if (named.length === 0) return inOrder(own.anyPatient, any.anyPatient);
+    // The message names a patient some rules are for (a magic patient): a short list, sorted here.
+    named.sort((p, q) => p.order - q.order);
+    // A rule for two of the message's patients is one candidate.
+    const once = named.filter((p, i) => p.order !== named[i - 1]?.order);
+    return inOrder(own.anyPatient, any.anyPatient, once);
   }
 }
