@@ -263,8 +263,16 @@ export class RuleSet {
     const own = this.#own(facts.operation);
     const any = this.#anyOperation;
     if (own.byPatient.size === 0 && any.byPatient.size === 0) return inOrder(own.anyPatient, any.anyPatient);
+    let keys: readonly string[];
+    try {
+      keys = facts.patientKeys();
+    } catch {
+      // A message too malformed to tell its patients (an invalid one, which `invalid: true` rules see): every
+      // candidate is tried, and a matcher fails or throws exactly where it would without the index.
+      return this.candidates(facts.operation);
+    }
     const named: Placed[] = [];
-    for (const key of facts.patientKeys()) {
+    for (const key of keys) {
       for (const placed of own.byPatient.get(key) ?? NONE) named.push(placed);
       for (const placed of any.byPatient.get(key) ?? NONE) named.push(placed);
     }

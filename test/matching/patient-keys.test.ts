@@ -85,4 +85,26 @@ describe("patientKeysOf", () => {
     expect(message).toBeDefined();
     expect(patientKeysOf(message)).toEqual(reference(message));
   });
+
+  it.each([
+    ["a string", "x"],
+    ["an object", {}],
+    ["a list holding null", [null]],
+    ["a list of strings", ["x"]],
+  ])(
+    "a Patient.identifier that is %s (an invalid message): it fails, or not, as the reference does",
+    (_label, identifier) => {
+      const bundle = messageBundle("view-patient-profile", [{ resourceType: "Patient" }]);
+      (bundle.entry?.[1]?.resource as unknown as Record<string, unknown>).identifier = identifier;
+      const message = readMessage(bundle as unknown as Record<string, unknown>).message as Message;
+      const outcome = (keys: () => string[]) => {
+        try {
+          return keys();
+        } catch (error) {
+          return `threw ${(error as Error).name}`;
+        }
+      };
+      expect(outcome(() => patientKeysOf(message))).toEqual(outcome(() => reference(message)));
+    },
+  );
 });

@@ -42,6 +42,7 @@ const answer = (diagnostics: string) => ({ outcome: { diagnostics } });
 
 /** The scenario files' rules: patient rules of every shape, mixed with operation and header rules. */
 const FOLDER: RuleDoc[] = [
+  { name: "f-first", when: { headers: { "X-S": "first" } }, respond: answer("0") },
   { name: "f-allergy-k1-once", when: { operation: "add-allergy", patient: K1 }, times: 1, respond: answer("1") },
   { name: "f-k1", when: { patient: K1 }, respond: answer("2") },
   { name: "f-k2-k3-twice", when: { patient: [K2, K3] }, times: 2, respond: answer("3") },
@@ -86,8 +87,9 @@ const RUNTIME_2: RuleDoc[] = [
 /** Every message the table sends: each operation, each set of patient keys, each header, valid and invalid. */
 function messages(): RequestFacts[] {
   const operations = ["add-allergy", "view-patient-profile", "add-task", null];
-  const keySets = [[], [NORMAL], [K1], [K2], [K3], [K1, K2], [K3, K1], [ID, NORMAL], [NORMAL, ID, K3]];
-  const headers = [undefined, "a", "dup", "r", "id"];
+  // null: reading the patient keys throws, as it does for a message whose Patient.identifier is no list.
+  const keySets = [[], [NORMAL], [K1], [K2], [K3], [K1, K2], [K3, K1], [ID, NORMAL], [NORMAL, ID, K3], null];
+  const headers = [undefined, "a", "dup", "r", "id", "first"];
   return operations.flatMap((operation) =>
     keySets.flatMap((keys) =>
       headers.flatMap((header) =>
@@ -99,7 +101,10 @@ function messages(): RequestFacts[] {
             path: "/uae-fhir/r4/$process-message",
             header: (name) => (name.toLowerCase() === "x-s" ? header : undefined),
             bundle: () => undefined,
-            patientKeys: () => keys,
+            patientKeys: () => {
+              if (keys === null) throw new TypeError("patient.identifier.flatMap is not a function");
+              return keys;
+            },
           }),
         ),
       ),
@@ -141,6 +146,15 @@ class BruteForce {
 
   counts(rules: readonly CompiledRule[]) {
     return rules.map((r) => ({ name: r.name, ...(this.counters.get(r) ?? { matched: 0, answered: 0 }) }));
+  }
+}
+
+/** What a decision came to, or the error it threw (the pipeline answers 500 then). */
+function outcome<T>(decide: () => T): T | { threw: string } {
+  try {
+    return decide();
+  } catch (error) {
+    return { threw: (error as Error).message };
   }
 }
 
@@ -211,6 +225,8 @@ describe("the indexed decision equals a loop over every matcher", () => {
     ];
     let decisions = 0;
     let answered = 0;
+    let threw = 0;
+    let answeredUnread = 0;
     for (const [step, change] of steps) {
       workspaces.forEach(change);
       for (const { scenarios, reference } of workspaces) {
@@ -218,11 +234,17 @@ describe("the indexed decision equals a loop over every matcher", () => {
         const rules = scenarios.scenarios.flatMap((s) => s.rules);
         // Twice over: `times` and sequences run out in the second pass.
         for (const facts of [...all, ...all]) {
-          const expected = reference.decide(rules, facts);
-          const label = `${step}: ${facts.operation} ${facts.patientKeys().join(",")} ${facts.header("X-S")} invalid=${facts.invalid}`;
-          expect(indexed(scenarios, facts), label).toEqual(expected);
+          const expected = outcome(() => reference.decide(rules, facts));
+          const keys = outcome(() => facts.patientKeys().join(","));
+          const label = `${step}: ${facts.operation} ${JSON.stringify(keys)} ${facts.header("X-S")} invalid=${facts.invalid}`;
+          expect(
+            outcome(() => indexed(scenarios, facts)),
+            label,
+          ).toEqual(expected);
           decisions++;
-          if (expected.rule) answered++;
+          if ("rule" in expected && expected.rule) answered++;
+          if ("threw" in expected) threw++;
+          else if (typeof keys !== "string") answeredUnread++;
         }
         expect(
           scenarios.view().rules.map((r) => ({ name: r.name, matched: r.matched, answered: r.answered })),
@@ -233,6 +255,9 @@ describe("the indexed decision equals a loop over every matcher", () => {
     // The table exercises both sides: many messages answered by a rule, many by none.
     expect(answered).toBeGreaterThan(decisions / 10);
     expect(decisions - answered).toBeGreaterThan(decisions / 10);
+    // And messages whose patients cannot be read: a throw where the loop throws, an answer where it answers.
+    expect(threw).toBeGreaterThan(0);
+    expect(answeredUnread).toBeGreaterThan(0);
   });
 
   it("the index leaves out only rules whose matcher says no, and keeps the candidates' order", () => {
@@ -241,6 +266,7 @@ describe("the indexed decision equals a loop over every matcher", () => {
     expect(scenarios.add(document([...RUNTIME_1, ...RUNTIME_2])).ok).toBe(true);
     const set = scenarios.newTrace().rules;
     for (const facts of messages()) {
+      if ("threw" in outcome(() => facts.patientKeys())) continue;
       const candidates = [...set.candidates(facts.operation)];
       const applicable = [...set.applicable(facts)];
       // In the candidates' order, each at most once.
@@ -275,13 +301,13 @@ describe("a message does not run the matchers of rules for other patients", () =
 
   it.each([
     // operation, the message's patients, header: the matchers that run, in order (up to the rule that answers)
-    ["add-allergy", [NORMAL], undefined, ["f-allergy-header", "f-normal-twice-named", "f-invalid-any"]],
-    ["add-allergy", [NORMAL], "dup", ["f-allergy-header", "f-normal-twice-named"]],
-    ["add-allergy", [K1], undefined, ["f-allergy-k1-once"]],
-    ["add-allergy", [K3], undefined, ["f-k2-k3-twice"]],
-    ["view-patient-profile", [K3, K1], undefined, ["f-k1"]],
-    ["add-task", [], undefined, ["f-invalid-any"]],
-    ["add-task", [ID], "id", ["f-normal-twice-named", "f-invalid-any", "f-id"]],
+    ["add-allergy", [NORMAL], undefined, ["f-first", "f-allergy-header", "f-normal-twice-named", "f-invalid-any"]],
+    ["add-allergy", [NORMAL], "dup", ["f-first", "f-allergy-header", "f-normal-twice-named"]],
+    ["add-allergy", [K1], undefined, ["f-first", "f-allergy-k1-once"]],
+    ["add-allergy", [K3], undefined, ["f-first", "f-k2-k3-twice"]],
+    ["view-patient-profile", [K3, K1], undefined, ["f-first", "f-k1"]],
+    ["add-task", [], undefined, ["f-first", "f-invalid-any"]],
+    ["add-task", [ID], "id", ["f-first", "f-normal-twice-named", "f-invalid-any", "f-id"]],
   ] as const)("%s for %j with header %s runs %j", (operation, keys, header, expected) => {
     const { folder } = folderOf(FOLDER);
     expect(ran(new Scenarios(folder), facts(operation, [...keys], header))).toEqual(expected);
@@ -336,4 +362,27 @@ describe("the shipped magic patients, end to end", () => {
     expect(refused.headers.get("x-sandbox-rule")).toBe("magic-business-refusal");
     expect(calls(matched)).toEqual([1, 0, 0, 0, 0, 0]);
   });
+
+  it.each([
+    ["a list holding null", [null]],
+    ["an object", {}],
+  ])(
+    "an invalid message whose Patient.identifier is %s: its 400, as without scenarios (its patients cannot be read)",
+    async (_label, identifier) => {
+      const message = () => {
+        const bundle = messageBundle("view-patient-profile", [{ resourceType: "Patient" }], {
+          id: "malformed-patient",
+        });
+        (bundle.entry?.[1]?.resource as unknown as Record<string, unknown>).identifier = identifier;
+        return bundle;
+      };
+      const plain = createApp({ watch: false }, quiet);
+      const shipped = createApp({ scenarios: SHIPPED, watch: false }, quiet);
+      open.push(plain, shipped);
+      const expected = await post(plain.app, message());
+      const reply = await post(shipped.app, message());
+      expect(expected.status).toBe(400);
+      expect([reply.status, reply.body]).toEqual([expected.status, expected.body]);
+    },
+  );
 });
