@@ -33,6 +33,8 @@ export interface MatcherSpec {
 export interface Matcher {
   /** Operations this matcher is limited to, or undefined for any: used to index rules. */
   operations: readonly string[] | undefined;
+  /** Patient keys of which the request must name one (`patient`), or undefined for any patient: used to index rules. */
+  patients: readonly string[] | undefined;
   /** Whether every condition holds; stops at the first that does not. */
   matches(facts: RequestFacts): boolean;
   /** Why the request does not match; empty when it does. */
@@ -165,6 +167,7 @@ export function compileMatcher(
     ok: true,
     matcher: {
       operations,
+      patients,
       matches: (facts) => predicates.every((p) => p(facts) === undefined),
       mismatches: (facts) => predicates.flatMap((p) => p(facts) ?? []),
       firstMismatch: (facts) => {

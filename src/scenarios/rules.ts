@@ -1,5 +1,5 @@
 import type { Locate, YamlProblem } from "../config/yaml-file.js";
-import { compileMatcher, type Matcher, type MatcherSpec } from "../matching/matcher.js";
+import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
 import { durationMs } from "./duration.js";
 import type { ResponseSpec, RuleSpec } from "./schema.js";
@@ -157,47 +157,130 @@ export function compileRule(
   };
 }
 
+/** A rule and its place in the overall order (the index keeps each list sorted by it). */
+interface Placed {
+  order: number;
+  rule: CompiledRule;
+}
+
 /**
- * Rules indexed by operation, in their overall order: a message only meets
- * the rules of its own operation and the rules that name none, so matching
- * cost does not grow with other operations' rules.
+ * One operation's rules (or the rules that name none): those with no `patient`
+ * condition, and the others under each patient key they name — a rule that
+ * names patients cannot match a message that names none of them.
+ */
+class Bucket {
+  readonly anyPatient: Placed[] = [];
+  readonly byPatient = new Map<string, Placed[]>();
+  /** Every rule of the bucket, in order: what a message of its operation meets, as the explanation lists it. */
+  readonly all: Placed[] = [];
+
+  add(placed: Placed): void {
+    this.all.push(placed);
+    const patients = placed.rule.matcher.patients;
+    if (!patients) {
+      this.anyPatient.push(placed);
+      return;
+    }
+    // Once per key, as for operations: `patient: [k, k]` must not make the rule a candidate twice.
+    for (const key of new Set(patients)) {
+      const list = this.byPatient.get(key);
+      if (list) list.push(placed);
+      else this.byPatient.set(key, [placed]);
+    }
+  }
+}
+
+const NO_RULES = new Bucket();
+const NONE: readonly Placed[] = [];
+
+/** The rules of up to three disjoint lists, each in order, merged into the overall order. */
+function* inOrder(a: readonly Placed[], b: readonly Placed[], c: readonly Placed[] = NONE): Generator<CompiledRule> {
+  let i = 0;
+  let j = 0;
+  let k = 0;
+  for (;;) {
+    const x = a[i];
+    const y = b[j];
+    const z = c[k];
+    let next = x;
+    if (y !== undefined && (next === undefined || y.order < next.order)) next = y;
+    if (z !== undefined && (next === undefined || z.order < next.order)) next = z;
+    if (next === undefined) return;
+    if (next === x) i++;
+    else if (next === y) j++;
+    else k++;
+    yield next.rule;
+  }
+}
+
+/**
+ * Rules indexed by operation and by patient key, in their overall order: a
+ * message only meets the rules of its own operation and the rules that name
+ * none, so matching cost does not grow with other operations' rules; and of
+ * those, it runs the matchers of rules with a `patient` condition only when it
+ * names one of their patients (the magic patients cost a message that names
+ * none of them nothing). The index only leaves out rules whose matcher would
+ * say no; the matcher alone decides the others.
  */
 export class RuleSet {
-  readonly #byOperation = new Map<string, Array<{ order: number; rule: CompiledRule }>>();
-  readonly #anyOperation: Array<{ order: number; rule: CompiledRule }> = [];
+  readonly #byOperation = new Map<string, Bucket>();
+  readonly #anyOperation = new Bucket();
 
   constructor(readonly rules: readonly CompiledRule[]) {
     rules.forEach((rule, order) => {
       const ops = rule.matcher.operations;
       if (!ops) {
-        this.#anyOperation.push({ order, rule });
+        this.#anyOperation.add({ order, rule });
         return;
       }
       // Once per operation: `operation: [a, a]` must not make the rule a candidate (and counted) twice.
       for (const op of new Set(ops)) {
-        const list = this.#byOperation.get(op) ?? [];
-        list.push({ order, rule });
-        this.#byOperation.set(op, list);
+        let bucket = this.#byOperation.get(op);
+        if (!bucket) {
+          bucket = new Bucket();
+          this.#byOperation.set(op, bucket);
+        }
+        bucket.add({ order, rule });
       }
     });
   }
 
-  /** The rules a message of this operation can match, in order. */
-  *candidates(operation: string | null): Generator<CompiledRule> {
-    const own = (operation !== null && this.#byOperation.get(operation)) || [];
+  #own(operation: string | null): Bucket {
+    return (operation !== null && this.#byOperation.get(operation)) || NO_RULES;
+  }
+
+  /** Every rule a message of this operation meets, in order: what an explanation of its decision lists. */
+  candidates(operation: string | null): Generator<CompiledRule> {
+    return inOrder(this.#own(operation).all, this.#anyOperation.all);
+  }
+
+  /**
+   * The candidates that can match this request, in order: those of its
+   * operation, less the rules whose patients it does not name. Its patient
+   * keys are read only when some candidate has a `patient` condition.
+   */
+  applicable(facts: Pick<RequestFacts, "operation" | "patientKeys">): Generator<CompiledRule> {
+    const own = this.#own(facts.operation);
     const any = this.#anyOperation;
-    let i = 0;
-    let j = 0;
-    while (i < own.length || j < any.length) {
-      const a = own[i];
-      const b = any[j];
-      if (b === undefined || (a !== undefined && a.order < b.order)) {
-        i++;
-        yield (a as { rule: CompiledRule }).rule;
-      } else {
-        j++;
-        yield b.rule;
-      }
+    if (own.byPatient.size === 0 && any.byPatient.size === 0) return inOrder(own.anyPatient, any.anyPatient);
+    let keys: readonly string[];
+    try {
+      keys = facts.patientKeys();
+    } catch {
+      // A message too malformed to tell its patients (an invalid one, which `invalid: true` rules see): every
+      // candidate is tried, and a matcher fails or throws exactly where it would without the index.
+      return this.candidates(facts.operation);
     }
+    const named: Placed[] = [];
+    for (const key of keys) {
+      for (const placed of own.byPatient.get(key) ?? NONE) named.push(placed);
+      for (const placed of any.byPatient.get(key) ?? NONE) named.push(placed);
+    }
+    if (named.length === 0) return inOrder(own.anyPatient, any.anyPatient);
+    // The message names a patient some rules are for (a magic patient): a short list, sorted here.
+    named.sort((p, q) => p.order - q.order);
+    // A rule for two of the message's patients is one candidate.
+    const once = named.filter((p, i) => p.order !== named[i - 1]?.order);
+    return inOrder(own.anyPatient, any.anyPatient, once);
   }
 }

@@ -186,7 +186,8 @@ export class Scenarios {
       trace.rules = rules;
       trace.invalid = facts.invalid ?? false;
     }
-    for (const rule of rules.candidates(facts.operation)) {
+    // Only the rules that can match: the rest would fail a condition, and the explanation works that out when asked.
+    for (const rule of rules.applicable(facts)) {
       if (!rule.matcher.matches(facts)) continue;
       const counter = this.#counter(rule);
       counter.matched++;

@@ -13,9 +13,15 @@ export interface PatientIdentity {
 /** `system|value` — the key form of an identifier (CONTRACT §6). */
 export const identifierKey = (system: string | undefined, value: string) => `${system ?? ""}|${value}`;
 
-export function identityOfPatient(patient: Partial<Patient>): PatientIdentity {
+/** The keys a patient can be found by: `system|value` per identifier with a value, then its id. */
+export function keysOfPatient(patient: Partial<Patient>): string[] {
   const keys = (patient.identifier ?? []).flatMap((i) => (i.value ? [identifierKey(i.system, i.value)] : []));
   if (typeof patient.id === "string") keys.push(patient.id);
+  return keys;
+}
+
+export function identityOfPatient(patient: Partial<Patient>): PatientIdentity {
+  const keys = keysOfPatient(patient);
   const given: Partial<Patient> = {};
   for (const field of ["identifier", "name", "gender", "birthDate", "telecom", "address"] as const) {
     if (patient[field] !== undefined) Object.assign(given, { [field]: patient[field] });
