@@ -1,0 +1,212 @@
+import type { Env } from "./runtime.js";
+import { RESOURCE_TYPES } from "./static-types.js";
+
+/**
+ * An invariant's verdict computed in plain TypeScript over the JSON: `true` (it holds), `false` (it fails), or
+ * `undefined` for a shape this code leaves to the compiled FHIRPath (a primitive extension such as `_fullUrl`, a
+ * value of the wrong JSON type, a local reference, a document Bundle). It must agree with the compiled check (and
+ * so with the fhirpath library) wherever it answers: test/validation/native-invariants.test.ts compares them.
+ */
+export type NativeCheck = (node: unknown, env: Env) => boolean | undefined;
+
+/** "Not decided here": a shape the compiled FHIRPath evaluates. */
+const DEFER = Symbol("defer");
+type Defer = typeof DEFER;
+
+type Obj = Record<string, unknown>;
+
+function isObject(v: unknown): v is Obj {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/** A primitive string element: its value, undefined when absent, DEFER when it has a `_name` part or another JSON type. */
+function str(o: Obj, key: string): string | undefined | Defer {
+  if (o[`_${key}`] !== undefined) return DEFER;
+  const v = o[key];
+  return v === undefined || typeof v === "string" ? v : DEFER;
+}
+
+/** A single complex element: the object, undefined when absent, DEFER for any other JSON value. */
+function obj(o: Obj, key: string): Obj | undefined | Defer {
+  const v = o[key];
+  return v === undefined || isObject(v) ? v : DEFER;
+}
+
+/** A Bundle's entries when every one is an object ([] when absent), else DEFER. */
+function entries(bundle: Obj): readonly Obj[] | Defer {
+  const list = bundle.entry;
+  if (list === undefined) return [];
+  if (!Array.isArray(list)) return DEFER;
+  for (const e of list) if (!isObject(e)) return DEFER;
+  return list as Obj[];
+}
+
+/** The Bundle the invariant is checked on and its `type` string, or DEFER (not a Bundle, no plain type). */
+function bundleOf(node: unknown): { bundle: Obj; type: string } | Defer {
+  if (!isObject(node) || node.resourceType !== "Bundle") return DEFER;
+  const type = str(node, "type");
+  return typeof type === "string" ? { bundle: node, type } : DEFER;
+}
+
+/** An entry (a backbone element: an object without resourceType, as the compiled check's guard wants), or DEFER. */
+function entryOf(node: unknown): Obj | Defer {
+  return isObject(node) && node.resourceType === undefined ? node : DEFER;
+}
+
+/** A check written with DEFER, as a NativeCheck. */
+function decided(f: (node: unknown, env: Env) => boolean | Defer): NativeCheck {
+  return (node, env) => {
+    const v = f(node, env);
+    return v === DEFER ? undefined : v;
+  };
+}
+
+/**
+ * bdl-3 and bdl-4: `entry.all(<element>.exists() = (%resource.type = 'a' or …))`, %resource being the Bundle
+ * itself (otherwise left to the compiled check).
+ */
+function everyEntryHas(element: string, types: ReadonlySet<string>): NativeCheck {
+  return decided((node, env) => {
+    const b = bundleOf(node);
+    if (b === DEFER || env.resource !== node) return DEFER;
+    const list = entries(b.bundle);
+    if (list === DEFER) return DEFER;
+    const wanted = types.has(b.type);
+    // Every entry read before a verdict: an odd entry after a failing one may make the whole expression an error.
+    let holds = true;
+    for (const e of list) {
+      const v = obj(e, element);
+      if (v === DEFER) return DEFER;
+      if ((v !== undefined) !== wanted) holds = false;
+    }
+    return holds;
+  });
+}
+
+/** bdl-7: `(type = 'history') or entry.where(fullUrl.exists()).select(fullUrl&resource.meta.versionId).isDistinct()`. */
+const bdl7 = decided((node) => {
+  const b = bundleOf(node);
+  if (b === DEFER) return DEFER;
+  if (b.type === "history") return true;
+  const list = entries(b.bundle);
+  if (list === DEFER) return DEFER;
+  // `&` joins the two strings, an empty side read as '': fullUrl "a" + version "bc" equals "ab" + "c", as in FHIRPath.
+  // Every entry read before a verdict: an odd entry after a duplicate may make the whole expression an error.
+  const seen = new Set<string>();
+  let distinct = true;
+  for (const e of list) {
+    const url = str(e, "fullUrl");
+    if (url === DEFER) return DEFER;
+    if (url === undefined) continue;
+    const resource = obj(e, "resource");
+    if (resource === DEFER) return DEFER;
+    let version: string | undefined;
+    if (resource !== undefined) {
+      const rt = resource.resourceType;
+      if (typeof rt !== "string" || !RESOURCE_TYPES.has(rt)) return DEFER;
+      const meta = obj(resource, "meta");
+      if (meta === DEFER) return DEFER;
+      const v = meta === undefined ? undefined : str(meta, "versionId");
+      if (v === DEFER) return DEFER;
+      version = v;
+    }
+    const key = version === undefined ? url : url + version;
+    if (seen.has(key)) distinct = false;
+    seen.add(key);
+  }
+  return distinct;
+});
+
+/** bdl-12 (`type = 'message' implies entry.first().resource.is(MessageHeader)`), bdl-11 likewise for documents. */
+function firstResourceIs(bundleType: string, resourceType: string): NativeCheck {
+  return decided((node) => {
+    const b = bundleOf(node);
+    if (b === DEFER) return DEFER;
+    if (b.type !== bundleType) return true;
+    const list = entries(b.bundle);
+    if (list === DEFER) return DEFER;
+    const first = list[0];
+    // No first entry or no resource: `true implies {}` is empty, which does not fail.
+    if (first === undefined) return true;
+    const r = obj(first, "resource");
+    if (r === DEFER) return DEFER;
+    if (r === undefined) return true;
+    const rt = r.resourceType;
+    if (rt === resourceType) return true;
+    return typeof rt === "string" && RESOURCE_TYPES.has(rt) ? false : DEFER;
+  });
+}
+
+/** bdl-9 and bdl-10 (`type = 'document' implies …`): decided here only for a Bundle that is no document. */
+const notADocument: NativeCheck = (node) => {
+  const b = bundleOf(node);
+  return b === DEFER || b.type === "document" ? undefined : true;
+};
+
+const CHECKS: Record<string, NativeCheck> = {
+  // total.empty() or (type = 'searchset') or (type = 'history')
+  "bdl-1@Bundle": (node) => {
+    const b = bundleOf(node);
+    if (b === DEFER) return undefined;
+    if (b.type === "searchset" || b.type === "history") return true;
+    return b.bundle.total === undefined && b.bundle._total === undefined ? true : undefined;
+  },
+  // entry.search.empty() or (type = 'searchset')
+  "bdl-2@Bundle": (node) => {
+    const b = bundleOf(node);
+    if (b === DEFER) return undefined;
+    if (b.type === "searchset") return true;
+    const list = entries(b.bundle);
+    if (list === DEFER) return undefined;
+    for (const e of list) if (e.search !== undefined) return undefined;
+    return true;
+  },
+  "bdl-3@Bundle": everyEntryHas("request", new Set(["batch", "transaction", "history"])),
+  "bdl-4@Bundle": everyEntryHas("response", new Set(["batch-response", "transaction-response", "history"])),
+  "bdl-7@Bundle": bdl7,
+  "bdl-9@Bundle": notADocument,
+  "bdl-10@Bundle": notADocument,
+  "bdl-11@Bundle": firstResourceIs("document", "Composition"),
+  "bdl-12@Bundle": firstResourceIs("message", "MessageHeader"),
+  // resource.exists() or request.exists() or response.exists()
+  "bdl-5@Bundle.entry": (node) => {
+    const e = entryOf(node);
+    if (e === DEFER) return undefined;
+    let some = false;
+    for (const k of ["resource", "request", "response"]) {
+      const v = obj(e, k);
+      if (v === DEFER) return undefined;
+      if (v !== undefined) some = true;
+    }
+    return some;
+  },
+  // fullUrl.exists() implies fullUrl.contains('/_history/').not()
+  "bdl-8@Bundle.entry": (node) => {
+    const e = entryOf(node);
+    if (e === DEFER) return undefined;
+    const url = str(e, "fullUrl");
+    if (url === DEFER) return undefined;
+    return url === undefined || !url.includes("/_history/");
+  },
+  // reference.startsWith('#').not() or (… in %rootResource.contained.id): decided here when not a local reference.
+  "ref-1@Reference": (node) => {
+    if (!isObject(node) || node.resourceType !== undefined) return undefined;
+    const ref = str(node, "reference");
+    if (ref === DEFER) return undefined;
+    // No reference: `{}.not() or ({} in …)` is empty, which does not fail.
+    return ref === undefined || !ref.startsWith("#") ? true : undefined;
+  },
+};
+
+/** The invariants checked natively, as `key@context`. */
+export const NATIVE_INVARIANTS: readonly string[] = Object.keys(CHECKS);
+
+/**
+ * The native check of invariant `key` on `contextType`, if there is one: the hottest invariants of this exchange's
+ * messages (the Bundle's, evaluated over every entry, and Reference's ref-1), which cost more as compiled FHIRPath
+ * closures than the rest of the validation.
+ * @example nativeInvariant("bdl-8", "Bundle.entry")?.({ fullUrl: "urn:uuid:1" }, env) // true
+ */
+export function nativeInvariant(key: string, contextType: string): NativeCheck | undefined {
+  return CHECKS[`${key}@${contextType}`];
+}
