@@ -12,7 +12,7 @@ import { issueCases } from "./issue-cases.js";
  * expression, wherever they decide; where they leave a node to the compiled FHIRPath, the validator's check (native,
  * else compiled) still gives the library's verdict. Over the HL7 examples, every message of issue-cases.ts (the
  * sandbox's example messages, the HL7 examples in a message, their mutations, hand-broken messages) and Bundles made
- * here to break each invariant.
+ * here to break each invariant (and AllergyIntolerances for ait-1/ait-2).
  */
 
 type Json = Record<string, unknown>;
@@ -259,6 +259,41 @@ const REFERENCES: unknown[] = [
   { reference: "urn:uuid:1" },
 ];
 
+const AIT = "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification";
+
+/** AllergyIntolerances entered in error or not, with and without clinicalStatus, in odd shapes too (ait-1, ait-2). */
+function handAllergies(): Json[] {
+  const clinical: unknown[] = [undefined, { coding: [{ code: "active" }] }, {}, [{ text: "x" }], "active"];
+  const codings: unknown[] = [
+    undefined,
+    [],
+    [{ system: AIT, code: "entered-in-error" }],
+    [{ system: AIT, code: "confirmed" }],
+    [{ system: "http://other", code: "entered-in-error" }],
+    [{ code: "entered-in-error" }],
+    [{ system: AIT }],
+    [
+      { system: AIT, code: "confirmed" },
+      { system: AIT, code: "entered-in-error" },
+    ],
+    [{ system: AIT, code: "entered-in-error", _code: { extension: [] } }],
+    [{ system: AIT, code: 5 }],
+    { system: AIT, code: "entered-in-error" },
+    ["entered-in-error"],
+  ];
+  const out: Json[] = [];
+  for (const c of clinical)
+    for (const coding of codings)
+      for (const verification of [true, false]) {
+        const a: Json = { resourceType: "AllergyIntolerance", patient: { reference: "Patient/1" } };
+        if (c !== undefined) a.clinicalStatus = c;
+        if (verification) a.verificationStatus = coding === undefined ? { text: "x" } : { coding };
+        out.push(a);
+      }
+  out.push({ resourceType: "AllergyIntolerance", verificationStatus: "entered-in-error" });
+  return out;
+}
+
 function casesFor(context: string, corpus: CorpusNode[]): Case[] {
   const out: Case[] = corpus
     .filter((n) => n.type === context)
@@ -276,6 +311,9 @@ function casesFor(context: string, corpus: CorpusNode[]): Case[] {
     if (context === "Bundle.entry" && Array.isArray(b.entry))
       for (const [i, e] of b.entry.entries()) out.push({ node: e, env, where: `hand bundle ${seed} entry ${i}` });
   }
+  if (context === "AllergyIntolerance")
+    for (const [i, a] of handAllergies().entries())
+      out.push({ node: a, env: { resource: a, rootResource: a }, where: `hand allergy ${i}` });
   if (context === "Reference") {
     const root = { resourceType: "Patient", contained: [{ resourceType: "Organization", id: "p1" }] };
     for (const ref of REFERENCES) {

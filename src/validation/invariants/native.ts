@@ -19,9 +19,12 @@ function isObject(v: unknown): v is Obj {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
-/** A primitive string element: its value, undefined when absent, DEFER when it has a `_name` part or another JSON type. */
-function str(o: Obj, key: string): string | undefined | Defer {
-  if (o[`_${key}`] !== undefined) return DEFER;
+/**
+ * A primitive string element: its value, undefined when absent, DEFER when it has a `_name` part (`extra`, spelled
+ * out by the caller: no string built per call) or another JSON type.
+ */
+function str(o: Obj, key: string, extra: string): string | undefined | Defer {
+  if (o[extra] !== undefined) return DEFER;
   const v = o[key];
   return v === undefined || typeof v === "string" ? v : DEFER;
 }
@@ -41,11 +44,11 @@ function entries(bundle: Obj): readonly Obj[] | Defer {
   return list as Obj[];
 }
 
-/** The Bundle the invariant is checked on and its `type` string, or DEFER (not a Bundle, no plain type). */
-function bundleOf(node: unknown): { bundle: Obj; type: string } | Defer {
+/** The `type` of the Bundle the invariant is checked on, or DEFER (not a Bundle, no plain type). */
+function bundleType(node: unknown): string | Defer {
   if (!isObject(node) || node.resourceType !== "Bundle") return DEFER;
-  const type = str(node, "type");
-  return typeof type === "string" ? { bundle: node, type } : DEFER;
+  const type = str(node, "type", "_type");
+  return type === undefined ? DEFER : type;
 }
 
 /** An entry (a backbone element: an object without resourceType, as the compiled check's guard wants), or DEFER. */
@@ -67,11 +70,11 @@ function decided(f: (node: unknown, env: Env) => boolean | Defer): NativeCheck {
  */
 function everyEntryHas(element: string, types: ReadonlySet<string>): NativeCheck {
   return decided((node, env) => {
-    const b = bundleOf(node);
-    if (b === DEFER || env.resource !== node) return DEFER;
-    const list = entries(b.bundle);
+    const type = bundleType(node);
+    if (type === DEFER || env.resource !== node) return DEFER;
+    const list = entries(node as Obj);
     if (list === DEFER) return DEFER;
-    const wanted = types.has(b.type);
+    const wanted = types.has(type);
     // Every entry read before a verdict: an odd entry after a failing one may make the whole expression an error.
     let holds = true;
     for (const e of list) {
@@ -85,17 +88,17 @@ function everyEntryHas(element: string, types: ReadonlySet<string>): NativeCheck
 
 /** bdl-7: `(type = 'history') or entry.where(fullUrl.exists()).select(fullUrl&resource.meta.versionId).isDistinct()`. */
 const bdl7 = decided((node) => {
-  const b = bundleOf(node);
-  if (b === DEFER) return DEFER;
-  if (b.type === "history") return true;
-  const list = entries(b.bundle);
+  const type = bundleType(node);
+  if (type === DEFER) return DEFER;
+  if (type === "history") return true;
+  const list = entries(node as Obj);
   if (list === DEFER) return DEFER;
   // `&` joins the two strings, an empty side read as '': fullUrl "a" + version "bc" equals "ab" + "c", as in FHIRPath.
   // Every entry read before a verdict: an odd entry after a duplicate may make the whole expression an error.
   const seen = new Set<string>();
   let distinct = true;
   for (const e of list) {
-    const url = str(e, "fullUrl");
+    const url = str(e, "fullUrl", "_fullUrl");
     if (url === DEFER) return DEFER;
     if (url === undefined) continue;
     const resource = obj(e, "resource");
@@ -106,7 +109,7 @@ const bdl7 = decided((node) => {
       if (typeof rt !== "string" || !RESOURCE_TYPES.has(rt)) return DEFER;
       const meta = obj(resource, "meta");
       if (meta === DEFER) return DEFER;
-      const v = meta === undefined ? undefined : str(meta, "versionId");
+      const v = meta === undefined ? undefined : str(meta, "versionId", "_versionId");
       if (v === DEFER) return DEFER;
       version = v;
     }
@@ -118,12 +121,12 @@ const bdl7 = decided((node) => {
 });
 
 /** bdl-12 (`type = 'message' implies entry.first().resource.is(MessageHeader)`), bdl-11 likewise for documents. */
-function firstResourceIs(bundleType: string, resourceType: string): NativeCheck {
+function firstResourceIs(bundleKind: string, resourceType: string): NativeCheck {
   return decided((node) => {
-    const b = bundleOf(node);
-    if (b === DEFER) return DEFER;
-    if (b.type !== bundleType) return true;
-    const list = entries(b.bundle);
+    const type = bundleType(node);
+    if (type === DEFER) return DEFER;
+    if (type !== bundleKind) return true;
+    const list = entries(node as Obj);
     if (list === DEFER) return DEFER;
     const first = list[0];
     // No first entry or no resource: `true implies {}` is empty, which does not fail.
@@ -137,26 +140,54 @@ function firstResourceIs(bundleType: string, resourceType: string): NativeCheck 
   });
 }
 
+const AIT_VERIFICATION = "http://terminology.hl7.org/CodeSystem/allergyintolerance-verification";
+
+/**
+ * For ait-1 and ait-2: whether the AllergyIntolerance is entered in error
+ * (`verificationStatus.coding.where(system = '…' and code = 'entered-in-error')` not empty) and has a
+ * clinicalStatus; DEFER for shapes left to the compiled check.
+ */
+function allergyStatus(node: unknown): { inError: boolean; clinical: boolean } | Defer {
+  if (!isObject(node) || node.resourceType !== "AllergyIntolerance") return DEFER;
+  const clinical = obj(node, "clinicalStatus");
+  const verification = obj(node, "verificationStatus");
+  if (clinical === DEFER || verification === DEFER) return DEFER;
+  let inError = false;
+  const codings = verification?.coding;
+  if (codings !== undefined) {
+    if (!Array.isArray(codings)) return DEFER;
+    for (const c of codings) {
+      if (!isObject(c)) return DEFER;
+      const system = str(c, "system", "_system");
+      const code = str(c, "code", "_code");
+      if (system === DEFER || code === DEFER) return DEFER;
+      if (system === AIT_VERIFICATION && code === "entered-in-error") inError = true;
+    }
+  }
+  return { inError, clinical: clinical !== undefined };
+}
+
 /** bdl-9 and bdl-10 (`type = 'document' implies …`): decided here only for a Bundle that is no document. */
 const notADocument: NativeCheck = (node) => {
-  const b = bundleOf(node);
-  return b === DEFER || b.type === "document" ? undefined : true;
+  const type = bundleType(node);
+  return type === DEFER || type === "document" ? undefined : true;
 };
 
 const CHECKS: Record<string, NativeCheck> = {
   // total.empty() or (type = 'searchset') or (type = 'history')
   "bdl-1@Bundle": (node) => {
-    const b = bundleOf(node);
-    if (b === DEFER) return undefined;
-    if (b.type === "searchset" || b.type === "history") return true;
-    return b.bundle.total === undefined && b.bundle._total === undefined ? true : undefined;
+    const type = bundleType(node);
+    if (type === DEFER) return undefined;
+    if (type === "searchset" || type === "history") return true;
+    const b = node as Obj;
+    return b.total === undefined && b._total === undefined ? true : undefined;
   },
   // entry.search.empty() or (type = 'searchset')
   "bdl-2@Bundle": (node) => {
-    const b = bundleOf(node);
-    if (b === DEFER) return undefined;
-    if (b.type === "searchset") return true;
-    const list = entries(b.bundle);
+    const type = bundleType(node);
+    if (type === DEFER) return undefined;
+    if (type === "searchset") return true;
+    const list = entries(node as Obj);
     if (list === DEFER) return undefined;
     for (const e of list) if (e.search !== undefined) return undefined;
     return true;
@@ -172,26 +203,34 @@ const CHECKS: Record<string, NativeCheck> = {
   "bdl-5@Bundle.entry": (node) => {
     const e = entryOf(node);
     if (e === DEFER) return undefined;
-    let some = false;
-    for (const k of ["resource", "request", "response"]) {
-      const v = obj(e, k);
-      if (v === DEFER) return undefined;
-      if (v !== undefined) some = true;
-    }
-    return some;
+    const resource = obj(e, "resource");
+    const request = obj(e, "request");
+    const response = obj(e, "response");
+    if (resource === DEFER || request === DEFER || response === DEFER) return undefined;
+    return resource !== undefined || request !== undefined || response !== undefined;
   },
   // fullUrl.exists() implies fullUrl.contains('/_history/').not()
   "bdl-8@Bundle.entry": (node) => {
     const e = entryOf(node);
     if (e === DEFER) return undefined;
-    const url = str(e, "fullUrl");
+    const url = str(e, "fullUrl", "_fullUrl");
     if (url === DEFER) return undefined;
     return url === undefined || !url.includes("/_history/");
   },
+  // verificationStatus.coding.where(… 'entered-in-error').exists() or clinicalStatus.exists()
+  "ait-1@AllergyIntolerance": decided((node) => {
+    const a = allergyStatus(node);
+    return a === DEFER ? DEFER : a.inError || a.clinical;
+  }),
+  // verificationStatus.coding.where(… 'entered-in-error').empty() or clinicalStatus.empty()
+  "ait-2@AllergyIntolerance": decided((node) => {
+    const a = allergyStatus(node);
+    return a === DEFER ? DEFER : !a.inError || !a.clinical;
+  }),
   // reference.startsWith('#').not() or (… in %rootResource.contained.id): decided here when not a local reference.
   "ref-1@Reference": (node) => {
     if (!isObject(node) || node.resourceType !== undefined) return undefined;
-    const ref = str(node, "reference");
+    const ref = str(node, "reference", "_reference");
     if (ref === DEFER) return undefined;
     // No reference: `{}.not() or ({} in …)` is empty, which does not fail.
     return ref === undefined || !ref.startsWith("#") ? true : undefined;
