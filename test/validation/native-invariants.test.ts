@@ -12,7 +12,7 @@ import { issueCases } from "./issue-cases.js";
  * expression, wherever they decide; where they leave a node to the compiled FHIRPath, the validator's check (native,
  * else compiled) still gives the library's verdict. Over the HL7 examples, every message of issue-cases.ts (the
  * sandbox's example messages, the HL7 examples in a message, their mutations, hand-broken messages) and Bundles made
- * here to break each invariant (and AllergyIntolerances for ait-1/ait-2).
+ * here to break each invariant (and AllergyIntolerances for ait-1/ait-2, Extensions for ext-1).
  */
 
 type Json = Record<string, unknown>;
@@ -294,6 +294,35 @@ function handAllergies(): Json[] {
   return out;
 }
 
+/** Extensions with and without values and nested extensions, in odd shapes too (ext-1). */
+function handExtensions(): Json[] {
+  const nested: unknown[] = [undefined, [], [{ url: "a", valueString: "x" }], [{}], [null], { url: "a" }, "x"];
+  const values: Json[] = [
+    {},
+    { valueString: "x" },
+    { valueString: "" },
+    { valueBoolean: false },
+    { valueInteger: 0 },
+    { valueCoding: { code: "c" } },
+    { valueCoding: {} },
+    { valueString: null },
+    { valueString: ["x"] },
+    { _valueString: { extension: [{ url: "b", valueString: "y" }] } },
+    { valueString: "x", _valueString: { id: "1" } },
+    { valueString: "x", valueBoolean: true },
+    { valueFoo: "x" },
+    { value: "x" },
+  ];
+  const out: Json[] = [];
+  for (const e of nested)
+    for (const v of values) {
+      const x: Json = { url: "http://example.org/x", ...v };
+      if (e !== undefined) x.extension = e;
+      out.push(x);
+    }
+  return out;
+}
+
 function casesFor(context: string, corpus: CorpusNode[]): Case[] {
   const out: Case[] = corpus
     .filter((n) => n.type === context)
@@ -314,6 +343,11 @@ function casesFor(context: string, corpus: CorpusNode[]): Case[] {
   if (context === "AllergyIntolerance")
     for (const [i, a] of handAllergies().entries())
       out.push({ node: a, env: { resource: a, rootResource: a }, where: `hand allergy ${i}` });
+  if (context === "Extension") {
+    const root = { resourceType: "Patient" };
+    for (const [i, x] of handExtensions().entries())
+      out.push({ node: x, env: { resource: root, rootResource: root }, where: `hand extension ${i}` });
+  }
   if (context === "Reference") {
     const root = { resourceType: "Patient", contained: [{ resourceType: "Organization", id: "p1" }] };
     for (const ref of REFERENCES) {

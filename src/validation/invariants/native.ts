@@ -1,3 +1,4 @@
+import { choiceKey, R4 } from "../r4/definitions.js";
 import type { Env } from "./runtime.js";
 import { RESOURCE_TYPES } from "./static-types.js";
 
@@ -167,6 +168,35 @@ function allergyStatus(node: unknown): { inError: boolean; clinical: boolean } |
   return { inError, clinical: clinical !== undefined };
 }
 
+/** The JSON keys of Extension.value[x] (valueString, valueCoding, …). */
+const EXTENSION_VALUES = new Set(
+  (R4.types.Extension?.elements.value?.types ?? []).map((t) => choiceKey("value", t.code)),
+);
+
+/**
+ * ext-1, `extension.exists() != value.exists()`: decided for an Extension whose extensions are a non-empty list of
+ * objects (or absent) and whose value is one plain value (not null, "", a list, nor a `_value…` part).
+ */
+const ext1 = decided((node) => {
+  if (!isObject(node) || node.resourceType !== undefined) return DEFER;
+  const ext = node.extension;
+  let hasExtension = false;
+  if (ext !== undefined) {
+    if (!Array.isArray(ext) || ext.length === 0) return DEFER;
+    for (const e of ext) if (!isObject(e)) return DEFER;
+    hasExtension = true;
+  }
+  let hasValue = false;
+  for (const k in node) {
+    if (k.startsWith("_value")) return DEFER;
+    if (!EXTENSION_VALUES.has(k)) continue;
+    const v = node[k];
+    if (v === null || v === "" || Array.isArray(v)) return DEFER;
+    if (v !== undefined) hasValue = true;
+  }
+  return hasExtension !== hasValue;
+});
+
 /** bdl-9 and bdl-10 (`type = 'document' implies …`): decided here only for a Bundle that is no document. */
 const notADocument: NativeCheck = (node) => {
   const type = bundleType(node);
@@ -227,6 +257,7 @@ const CHECKS: Record<string, NativeCheck> = {
     const a = allergyStatus(node);
     return a === DEFER ? DEFER : !a.inError || !a.clinical;
   }),
+  "ext-1@Extension": ext1,
   // reference.startsWith('#').not() or (… in %rootResource.contained.id): decided here when not a local reference.
   "ref-1@Reference": (node) => {
     if (!isObject(node) || node.resourceType !== undefined) return undefined;
@@ -242,7 +273,7 @@ export const NATIVE_INVARIANTS: readonly string[] = Object.keys(CHECKS);
 
 /**
  * The native check of invariant `key` on `contextType`, if there is one: the hottest invariants of this exchange's
- * messages (the Bundle's, evaluated over every entry, and Reference's ref-1), which cost more as compiled FHIRPath
+ * messages (the Bundle's, evaluated over every entry, Reference's ref-1, AllergyIntolerance's, Extension's ext-1), which cost more as compiled FHIRPath
  * closures than the rest of the validation.
  * @example nativeInvariant("bdl-8", "Bundle.entry")?.({ fullUrl: "urn:uuid:1" }, env) // true
  */
