@@ -1,4 +1,5 @@
 import { compileInvariant, type InvariantCheck } from "./invariants/compile-invariant.js";
+import { nativeInvariant } from "./invariants/native.js";
 import { type PrimitiveCheck, primitiveCheck } from "./primitives.js";
 import { type Binding, choiceKey, type ElementDef, R4 } from "./r4/definitions.js";
 
@@ -66,11 +67,22 @@ function invariant(id: string, contextType: string): Invariant | undefined {
       key: def.key,
       severity: def.severity,
       human: def.human,
-      check: compileInvariant(def.expression, contextType).check,
+      check: checkOf(def.key, def.expression, contextType),
     };
     compiledInvariants.set(cacheKey, found);
   }
   return found;
+}
+
+/**
+ * The check of an invariant: its compiled FHIRPath, or for the hottest few (the Bundle's, ref-1) a native check
+ * that decides the usual shapes and hands the others to the compiled FHIRPath (see invariants/native.ts).
+ */
+function checkOf(key: string, expression: string, contextType: string): InvariantCheck {
+  const compiled = compileInvariant(expression, contextType).check;
+  const native = nativeInvariant(key, contextType);
+  if (!native) return compiled;
+  return (node, env) => native(node, env) ?? compiled(node, env);
 }
 
 const compiled = new Map<string, CompiledType>();
