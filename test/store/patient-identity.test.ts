@@ -8,7 +8,8 @@ import { messageBundle } from "../support/messages.js";
 const patient: Patient = { resourceType: "Patient", identifier: [{ system: "urn:ae:emirates-id", value: "784-1" }] };
 
 /** The allergy's patient Reference (the message's first focus). */
-const patientRef = (message: Message) => (message.focus[0]?.resource as unknown as AllergyIntolerance).patient;
+const patientRef = (message: Message) =>
+  (message.focus[0]?.resource as unknown as AllergyIntolerance | undefined)?.patient;
 
 function allergyMessage() {
   const bundle = messageBundle("add-allergy", [
