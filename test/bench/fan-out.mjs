@@ -63,7 +63,8 @@ export const fanOut = {
   async run(settings) {
     const receivers = await startReceivers();
     try {
-      const server = await startServer({ kind: "sandbox", scenarios: undefined });
+      // 1,000 pharmacies: ten times the default per-workspace limit (--max-pharmacies), raised for this section.
+      const server = await startServer({ kind: "sandbox", scenarios: undefined, options: { maxPharmacies: 1000 } });
       try {
         return await measureFanOut(server, receivers, settings);
       } finally {
