@@ -3,20 +3,15 @@ import type { CallDraft, CallRecord } from "./call-record.js";
 import { type Redaction, redactBodyText, redactUrl } from "./redact.js";
 
 /**
- * The request of a recorded call: its members own and enumerable, in the order every draft gives them, its body kept
- * by PackedTexts and read back through `body`, a getter on the prototype (no property defined per record). Readers
- * that copy a side member by member add `body` themselves (callView); JSON.stringify goes through toJSON.
+ * One side of a recorded call, its body kept by PackedTexts and read back through `body`, a getter on the prototype
+ * (no property defined per record). Its members are the subclass's own, enumerable, in the order every draft gives
+ * them; readers that copy a side member by member add `body` themselves (callView); JSON.stringify goes through
+ * toJSON.
  */
-export class RecordedRequest {
+abstract class RecordedSide {
   readonly #body: KeptText;
 
-  constructor(
-    readonly method: string,
-    readonly url: string,
-    readonly path: string,
-    readonly headers: Record<string, string>,
-    body: KeptText,
-  ) {
+  constructor(body: KeptText) {
     this.#body = body;
   }
 
@@ -28,30 +23,33 @@ export class RecordedRequest {
   get keptBody(): KeptText {
     return this.#body;
   }
+}
+
+/** The request of a recorded call. */
+export class RecordedRequest extends RecordedSide {
+  constructor(
+    readonly method: string,
+    readonly url: string,
+    readonly path: string,
+    readonly headers: Record<string, string>,
+    body: KeptText,
+  ) {
+    super(body);
+  }
 
   toJSON() {
     return { method: this.method, url: this.url, path: this.path, headers: this.headers, body: this.body };
   }
 }
 
-/** The response of a recorded call, kept as RecordedRequest keeps a request. */
-export class RecordedResponse {
-  readonly #body: KeptText;
-
+/** The response of a recorded call. */
+export class RecordedResponse extends RecordedSide {
   constructor(
     readonly status: number,
     readonly headers: Record<string, string>,
     body: KeptText,
   ) {
-    this.#body = body;
-  }
-
-  get body(): string {
-    return this.#body.text;
-  }
-
-  get keptBody(): KeptText {
-    return this.#body;
+    super(body);
   }
 
   toJSON() {
