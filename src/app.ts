@@ -39,6 +39,7 @@ import { operationNames } from "./routing/operation-names.js";
 import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
+import { StateFile, StateWriteError } from "./state/state-file.js";
 import { ProfileCache } from "./store/profile-cache.js";
 import { RecordInterner } from "./store/record-interner.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
@@ -96,6 +97,9 @@ export interface SandboxApp {
    */
   close(): void;
 }
+
+/** The state file's sandbox-wide row of the highest call id handed out. */
+const HIGHEST_CALL_ID = "highestCallId";
 
 /** How often idle workspaces are looked for when no request comes (requests look too). */
 const SWEEP_INTERVAL_MS = 60_000;
@@ -213,6 +217,10 @@ export function createApp(
       `--workspaces fixed names ${new Set(["default", ...named]).size} workspaces (default and those of the clients file included), more than --max-workspaces ${options.maxWorkspaces}`,
     );
   }
+  // The state file first: it may refuse the start (not a state file, a newer schema), and then nothing is open.
+  const stateFile = options.stateFile
+    ? StateFile.open(options.stateFile, { maxBytes: options.maxStateFile, now: deps.now })
+    : undefined;
   // Opened once nothing else can fail to start, so a refused start leaves no file open.
   const journalFile = options.journalFile
     ? new JournalFile(options.journalFile, {
@@ -221,7 +229,8 @@ export function createApp(
         warn: (message) => logger.warn(message, { event: "journal-file", path: options.journalFile }),
       })
     : undefined;
-  const callIds = new CallIds(journalFile?.nextId ?? 1);
+  // Ids go on from the highest either file has seen: an id names one call across restarts.
+  const callIds = new CallIds(Math.max(journalFile?.nextId ?? 1, Number(stateFile?.meta(HIGHEST_CALL_ID) ?? 0) + 1));
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
   let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
@@ -251,6 +260,23 @@ export function createApp(
     interner: new RecordInterner(),
     publicUrl: () => publicUrl,
     ...(auth ? { seedOf: auth.workspaceSeed } : {}),
+    ...(stateFile
+      ? {
+          state: {
+            file: stateFile,
+            meta: () => ({ [HIGHEST_CALL_ID]: String(callIds.highestIssued) }),
+            failed: (workspace: string, error: Error) =>
+              logger.warn(
+                `state file ${stateFile.path}: a change of workspace ${workspace} was not saved: ${error.message}`,
+                {
+                  event: "state-file",
+                  path: stateFile.path,
+                  workspace,
+                },
+              ),
+          },
+        }
+      : {}),
   };
   workspaces = new Workspaces(
     {
@@ -262,6 +288,8 @@ export function createApp(
     (id) => createWorkspace(id, shared),
     deps.now,
   );
+  // Every workspace the state file keeps comes back as it was (the default one was made from it above).
+  if (stateFile) workspaces.restore(stateFile.workspaces());
   const defaultWorkspace = workspaces.default;
   const stopWatching = options.watch ? folder.watch() : () => undefined;
   // Watched with the scenarios (--watch): a client disabled or removed in the file is refused at once.
@@ -350,7 +378,12 @@ export function createApp(
       startedAt,
       now: deps.now,
       newId: deps.newId,
-      health: () => ({ server: serverLimits, journalFile: journalFile?.status() ?? null }),
+      health: () => ({
+        server: serverLimits,
+        journalFile: journalFile?.status() ?? null,
+        stateFile: stateFile?.status() ?? null,
+      }),
+      ...(stateFile ? { stateFile } : {}),
       live,
       resend: async (request) => app.fetch(request),
       pushes: () => dispatcher.stats(),
@@ -396,6 +429,15 @@ export function createApp(
   app.onError((error, c) => {
     // In-process, a scripted network fault rejects app.request as fetch would.
     if (error instanceof SimulatedNetworkFault) throw error;
+    // An admin change the state file could not take: nothing of it was kept (the workspace went back to the file).
+    if (error instanceof StateWriteError) {
+      return outcomeResponse(c, 503, [
+        issue(
+          "transient",
+          `The sandbox could not save this change in its state file ${options.stateFile} (${error.message}), so nothing of it was kept: try again once the operator has fixed the file. GET /__admin/health shows its status.`,
+        ),
+      ]);
+    }
     return outcomeResponse(c, 500, sandboxBug(c.req.method, c.req.path, error));
   });
   // The same edge for messages on node:http. --proxy forwards with web Requests: Hono keeps its messages.
@@ -444,6 +486,7 @@ export function createApp(
       stopWatchingClients();
       clearInterval(sweeper);
       workspaces?.close();
+      stateFile?.close();
       // Last: whatever ended before this is written.
       journalFile?.close();
     },

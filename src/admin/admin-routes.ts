@@ -30,6 +30,7 @@ import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
+import type { StateFile, StateFileStatus } from "../state/state-file.js";
 import type { PatientSummary } from "../store/sandbox-store.js";
 import { jsonText } from "../text/json-text.js";
 import { oneLineJson } from "../text/one-line-json.js";
@@ -40,6 +41,7 @@ import { type AdminScope, type AdminTokens, adminAuth, mayRead } from "./auth.js
 import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
 import { resendRequest } from "./resend.js";
+import { stateRoutes } from "./state-routes.js";
 import { mountWorkspaceRoutes, workspaceHealth } from "./workspace-routes.js";
 
 export interface AdminDeps {
@@ -68,7 +70,9 @@ export interface AdminDeps {
   pushes(): PushStats;
   allocation: AllocationPolicy;
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
-  health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null };
+  health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null; stateFile: StateFileStatus | null };
+  /** The state file (--state-file), for its backup; undefined: the sandbox is in memory only. */
+  stateFile?: StateFile;
   /** The calls that belong to no workspace (GET /__admin/refused). */
   refused: RefusedLog;
 }
@@ -78,6 +82,7 @@ const sandboxWide = (path: string) =>
   path === "/__admin/workspaces" ||
   path.startsWith("/__admin/workspaces/") ||
   path === "/__admin/scenarios/reload" ||
+  path === "/__admin/state/backup" ||
   path === "/__admin/clients/reload";
 
 /**
@@ -208,6 +213,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   };
   const { tokens } = deps;
   admin.use("*", adminAuth(tokens, scopeOf, deps.tokenFailures));
+
+  admin.route("/state", stateRoutes(deps.stateFile));
 
   admin.get("/health", (c) => {
     const memory = process.memoryUsage();

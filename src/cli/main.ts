@@ -9,7 +9,9 @@ import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/c
 import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
+import { StateFileProblem } from "../state/state-file.js";
 import { VERSION } from "../version.js";
+import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
 import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
@@ -47,6 +49,8 @@ Usage:
   uae-fhir-sandbox replay calls.ndjson --target URL [--junit report.xml]
                                             re-send recorded calls, compare the answers; exit 1 on any
                                             difference; replay --help for what is compared
+  uae-fhir-sandbox backup --state-file PATH --to FILE
+                                            a consistent copy of a state file, while a sandbox may use it
   uae-fhir-sandbox -h, --help               this help
   uae-fhir-sandbox -v, --version            the version
 
@@ -79,6 +83,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // backup copies a state file; it may run beside a sandbox using it.
+  if (argv[0] === "backup") return backupCommand(argv.slice(1), io);
   // example builds a message; it reads a running sandbox only for an order's ids.
   if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
   // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative), and --<flag>=<value>
@@ -191,7 +197,8 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   } catch (error) {
     io.err(`uae-fhir-sandbox could not start: ${(error as Error).message}`);
     log.release();
-    return 1;
+    // A state file it must not use is a problem of the command line, as a bad flag value is.
+    return error instanceof StateFileProblem ? 2 : 1;
   }
   try {
     running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits });

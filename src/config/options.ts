@@ -75,6 +75,10 @@ export interface SandboxOptions {
   proxy: string | undefined;
   /** Append every recorded call to this NDJSON file as it completes. */
   journalFile: string | undefined;
+  /** Keep every workspace's state in this SQLite file (node:sqlite), read back at start; undefined: in memory only. */
+  stateFile: string | undefined;
+  /** The state file may not grow past this (bytes): a write past it is refused as on a full disk. */
+  maxStateFile: number;
   /** The sandbox's URL as pharmacies see it (source of pushes); default the listening URL. */
   publicUrl: string | undefined;
   /** Header names whose values the journal redacts, besides the defaults (Authorization, Cookie, X-Api-Key, …). */
@@ -141,6 +145,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   pushAllow: [],
   publicUrl: undefined,
   journalFile: undefined,
+  stateFile: undefined,
+  maxStateFile: 4 * 1024 * 1024 * 1024,
   proxy: undefined,
   redactHeaders: [],
   cors: [],

@@ -53,6 +53,8 @@ export interface JournalSettings {
   workspace?: string;
   /** Where the bodies are kept (shared with the workspace's duplicate memory); default its own. */
   texts?: PackedTexts;
+  /** Hears each call the limits made it drop (the state file forgets it too). */
+  dropped?(call: CallRecord): void;
 }
 
 /**
@@ -72,6 +74,7 @@ export class Journal {
   readonly #workspace: string;
   readonly #texts: PackedTexts;
   readonly #redaction: Redaction;
+  readonly #dropped: ((call: CallRecord) => void) | undefined;
 
   constructor(
     readonly limits: JournalLimits,
@@ -88,6 +91,7 @@ export class Journal {
     this.#workspace = workspace;
     this.#texts = texts;
     this.#redaction = redaction;
+    this.#dropped = settings.dropped;
     events.on("call:completed", (draft) => this.#record(draft));
   }
 
@@ -96,6 +100,25 @@ export class Journal {
     // Bodies are packed with other calls' bodies (PackedTexts): about a fifth of the memory of keeping them as strings.
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
+    this.#keep(record);
+    this.events.emit("call:recorded", record);
+  }
+
+  /**
+   * Calls a state file kept (as `draft`s with their ids, redacted already), oldest first, instead of those held;
+   * not announced: they are no news.
+   */
+  restore(drafts: Iterable<CallDraft & { id: string }>): void {
+    this.#calls.length = 0;
+    this.#seqs.length = 0;
+    this.#start = 0;
+    this.#bytes = 0;
+    for (const draft of drafts) {
+      this.#keep(keptCall(draft, { id: draft.id, workspace: this.#workspace }, this.#texts, this.#redaction));
+    }
+  }
+
+  #keep(record: CallRecord): void {
     this.#calls.push(record);
     this.#seqs.push(this.#nextSeq++);
     this.#bytes += record.size;
@@ -104,6 +127,7 @@ export class Journal {
       this.#calls[this.#start] = undefined;
       this.#start++;
       this.#bytes -= dropped?.size ?? 0;
+      if (dropped) this.#dropped?.(dropped);
     }
     // Compact now and then so dropped calls do not pin memory.
     if (this.#start > 1024 && this.#start * 2 > this.#calls.length) {
@@ -111,7 +135,6 @@ export class Journal {
       this.#seqs.splice(0, this.#start);
       this.#start = 0;
     }
-    this.events.emit("call:recorded", record);
   }
 
   /**

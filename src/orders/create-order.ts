@@ -6,7 +6,7 @@ import { issue } from "../fhir/outcome.js";
 import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
 import { englishFaker } from "../generate/faker.js";
 import { deadlinePassed } from "./deadline.js";
-import type { Order, OrderRequest } from "./order.js";
+import type { Order, OrderRequest, PharmacyRequest } from "./order.js";
 import {
   changed,
   fail,
@@ -102,17 +102,22 @@ export function createOrder(ctx: OrderContext, spec: OrderSpec = {}): WorkflowRe
     guarded(ctx, `order ${id}: the confirmation deadline`, () => deadlinePassed(ctx, order)),
   );
   changed(ctx, order, `created for ${targets.join(", ")}`);
-  for (const request of order.pharmacies) {
-    inBackground(ctx, `order ${id}: ${request.licence}: order-fulfillment-request`, async () => {
-      const result = await pushOrder(ctx, order, request, "order-fulfillment-request");
-      request.delivery = { ...result, deliveredAt: result.delivered ? deps.now() : null };
-      if (request.state === "sent") {
-        request.state = result.delivered ? "delivered" : "delivery-failed";
-        changed(ctx, order, `${request.licence}: ${request.state}`);
-      }
-    });
-  }
+  for (const request of order.pharmacies) sendFulfillmentRequest(ctx, order, request);
   return { ok: true, value: order };
+}
+
+/** Pushes a pharmacy its fulfillment request, in the background; its delivery and state follow the answer. */
+export function sendFulfillmentRequest(ctx: OrderContext, order: Order, request: PharmacyRequest): void {
+  inBackground(ctx, `order ${order.id}: ${request.licence}: order-fulfillment-request`, async () => {
+    const result = await pushOrder(ctx, order, request, "order-fulfillment-request");
+    request.delivery = { ...result, deliveredAt: result.delivered ? ctx.deps.now() : null };
+    if (request.state === "sent") {
+      request.state = result.delivered ? "delivered" : "delivery-failed";
+      changed(ctx, order, `${request.licence}: ${request.state}`);
+    } else {
+      ctx.book.saved(order);
+    }
+  });
 }
 
 /** The order's MedicationRequests (or its one DeviceRequest): the spec's items, or generated ones. */

@@ -4,6 +4,7 @@ import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { SandboxLogger } from "../log/logger.js";
 import type { PushDispatcher } from "../push/dispatcher.js";
+import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import type { SandboxStore } from "../store/sandbox-store.js";
 import type { Order, OrderState, PharmacyRequest } from "./order.js";
 import type { PharmacyRegistry } from "./pharmacy-registry.js";
@@ -46,6 +47,8 @@ export interface WorkflowDeps {
   sandboxUrl(): string;
   /** Most orders held (--max-orders); default no limit. */
   maxOrders?: number;
+  /** Where the book says what changed, for the state file (--state-file). */
+  sink?: StateSink;
 }
 
 export type WorkflowResult<T> = { ok: true; value: T } | { ok: false; issues: Issue[] };
@@ -72,7 +75,22 @@ export class OrderBook {
   #sequence = 0;
   #evicted = 0;
 
-  constructor(readonly max: number = Number.POSITIVE_INFINITY) {}
+  constructor(
+    readonly max: number = Number.POSITIVE_INFINITY,
+    private readonly sink: StateSink = NO_STATE,
+  ) {}
+
+  /** Says the order changed, for the state file: written as it is when the change is. */
+  saved(order: Order): void {
+    if (this.sink.active && this.#orders.get(order.id) === order) this.sink.put("order", order.id, () => order);
+  }
+
+  /** The orders and numbering a state file kept, instead of those held (no timers: the workflow sets them). */
+  restore(orders: readonly Order[], sequence: number): void {
+    this.clear();
+    for (const order of orders) this.#index(order);
+    this.#sequence = sequence;
+  }
 
   get(id: string): Order | undefined {
     return this.#orders.get(id);
@@ -88,7 +106,9 @@ export class OrderBook {
 
   /** The number of the next order: 1, 2, … (again from 1 after clear). */
   nextNumber(): number {
-    return ++this.#sequence;
+    const n = ++this.#sequence;
+    if (this.sink.active) this.sink.put("orders", "sequence", () => this.#sequence);
+    return n;
   }
 
   /** Orders not finished: open or allocated. */
@@ -130,6 +150,7 @@ export class OrderBook {
     for (const r of order.requests) this.#byRequest.delete(r.id as string);
     for (const request of order.pharmacies) this.#byTask.delete(request.task.id as string);
     this.#evicted++;
+    if (this.sink.active) this.sink.remove("order", order.id);
   }
 
   /**
@@ -141,6 +162,11 @@ export class OrderBook {
       const oldest = this.#oldestFinished();
       if (oldest) this.#forget(oldest);
     }
+    this.#index(order);
+    this.saved(order);
+  }
+
+  #index(order: Order): void {
     this.#orders.set(order.id, order);
     for (const r of order.requests) this.#byRequest.set(r.id as string, order);
     for (const request of order.pharmacies) this.#byTask.set(request.task.id as string, { order, request });
@@ -176,6 +202,8 @@ export class OrderBook {
     this.#byRequest.clear();
     this.#sequence = 0;
     this.#evicted = 0;
+    this.sink.removeAll("order");
+    this.sink.removeAll("orders");
   }
 }
 
@@ -188,6 +216,7 @@ export interface OrderContext {
 /** Records a change in the order's history and announces it. */
 export function changed(ctx: OrderContext, order: Order, event: string): void {
   order.history.push({ at: ctx.deps.now(), event });
+  ctx.book.saved(order);
   ctx.deps.events.emit("order:updated", order);
 }
 

@@ -2,10 +2,18 @@ import type { Resource, Task } from "fhir/r4.js";
 import { allocate, receiveAllocation } from "./allocate.js";
 import { cancel } from "./cancel.js";
 import { confirm } from "./confirm.js";
-import { createOrder } from "./create-order.js";
+import { createOrder, sendFulfillmentRequest } from "./create-order.js";
+import { deadlinePassed } from "./deadline.js";
 import { dispense } from "./dispense.js";
 import type { Order } from "./order.js";
-import { OrderBook, type OrderContext, type OrderSpec, type WorkflowDeps, type WorkflowResult } from "./order-book.js";
+import {
+  guarded,
+  OrderBook,
+  type OrderContext,
+  type OrderSpec,
+  type WorkflowDeps,
+  type WorkflowResult,
+} from "./order-book.js";
 
 /**
  * The drug-order flow (CONTRACT §8): orders fan out to pharmacies as
@@ -19,7 +27,34 @@ export class OrderWorkflow {
   readonly #ctx: OrderContext;
 
   constructor(deps: WorkflowDeps) {
-    this.#ctx = { deps, book: new OrderBook(deps.maxOrders) };
+    this.#ctx = { deps, book: new OrderBook(deps.maxOrders, deps.sink) };
+  }
+
+  /**
+   * The orders a state file kept, instead of those held, with their deadline timers: a deadline that passed
+   * meanwhile fires now. `resume` (a start, not a step back after a failed write): a fulfillment request whose
+   * delivery had not ended when the sandbox stopped is pushed again.
+   */
+  restore(orders: readonly Order[], sequence: number, resume: boolean): void {
+    const ctx = this.#ctx;
+    ctx.book.restore(orders, sequence);
+    const now = ctx.deps.now().getTime();
+    for (const order of orders) {
+      if (order.state !== "open") continue;
+      if (resume) {
+        for (const request of order.pharmacies) {
+          if (request.state === "sent" && request.delivery.attempts === 0) sendFulfillmentRequest(ctx, order, request);
+        }
+      }
+      // Only an order still waiting for its deadline (under manual allocation one past it waits for the admin).
+      if (!order.history.some((h) => h.event.startsWith("deadline passed"))) {
+        ctx.book.setTimer(
+          order.id,
+          Math.max(0, order.deadline.getTime() - now),
+          guarded(ctx, `order ${order.id}: the confirmation deadline`, () => deadlinePassed(ctx, order)),
+        );
+      }
+    }
   }
 
   get(id: string): Order | undefined {

@@ -1,5 +1,6 @@
 import type { Subscription } from "fhir/r4.js";
 import { type LimitRefusal, overLimit } from "../config/state-limits.js";
+import { NO_STATE, type StateSink } from "../state/state-sink.js";
 
 /** A pharmacy the sandbox can push order fulfillment requests to. */
 export interface Pharmacy {
@@ -24,7 +25,16 @@ export interface Pharmacy {
 export class PharmacyRegistry {
   readonly #pharmacies = new Map<string, Pharmacy>();
 
-  constructor(readonly max: number = Number.POSITIVE_INFINITY) {}
+  constructor(
+    readonly max: number = Number.POSITIVE_INFINITY,
+    private readonly sink: StateSink = NO_STATE,
+  ) {}
+
+  /** The pharmacies a state file kept, instead of those held (nothing said back to the file). */
+  restore(pharmacies: readonly Pharmacy[]): void {
+    this.#pharmacies.clear();
+    for (const pharmacy of pharmacies) this.#pharmacies.set(pharmacy.licence, pharmacy);
+  }
 
   /** Why the pharmacies of these licences cannot all be kept, if they cannot (those already held take no room). */
   noRoomFor(licences: Iterable<string>): LimitRefusal | undefined {
@@ -38,7 +48,9 @@ export class PharmacyRegistry {
   }
 
   put(pharmacy: Pharmacy): void {
-    this.#pharmacies.set(pharmacy.licence, structuredClone(pharmacy));
+    const kept = structuredClone(pharmacy);
+    this.#pharmacies.set(pharmacy.licence, kept);
+    if (this.sink.active) this.sink.put("pharmacy", pharmacy.licence, () => kept);
   }
 
   get(licence: string): Pharmacy | undefined {
@@ -61,5 +73,6 @@ export class PharmacyRegistry {
 
   clear(): void {
     this.#pharmacies.clear();
+    this.sink.removeAll("pharmacy");
   }
 }

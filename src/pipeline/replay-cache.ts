@@ -1,3 +1,9 @@
+/** Who hears what the memory keeps and forgets (the state file). */
+export interface ReplayObserver<T> {
+  remembered(messageId: string, answer: T): void;
+  forgotten(messageId: string): void;
+}
+
 /** What bounds the duplicate memory besides the count: a budget of characters, and how many an answer takes. */
 export interface ReplayBudget<T> {
   maxChars: number;
@@ -19,7 +25,17 @@ export class ReplayCache<T> {
   constructor(
     readonly limit: number,
     private readonly budget?: ReplayBudget<T>,
+    private readonly observer?: ReplayObserver<T>,
   ) {}
+
+  /** Answers a state file kept, oldest first, instead of those held (nothing said to the observer). */
+  restore(answers: Iterable<[string, T]>): void {
+    this.clear();
+    for (const [messageId, answer] of answers) {
+      this.#answers.set(messageId, answer);
+      this.#chars += this.#size(answer);
+    }
+  }
 
   get(messageId: string): T | undefined {
     return this.#answers.get(messageId);
@@ -31,6 +47,7 @@ export class ReplayCache<T> {
     this.#answers.delete(messageId);
     this.#answers.set(messageId, answer);
     this.#chars += this.#size(answer);
+    this.observer?.remembered(messageId, answer);
     while (
       this.#answers.size > 1 &&
       (this.#answers.size > this.limit || (this.budget !== undefined && this.#chars > this.budget.maxChars))
@@ -38,6 +55,7 @@ export class ReplayCache<T> {
       const [oldest, dropped] = this.#answers.entries().next().value as [string, T];
       this.#answers.delete(oldest);
       this.#chars -= this.#size(dropped);
+      this.observer?.forgotten(oldest);
     }
   }
 

@@ -1,6 +1,7 @@
 import { type LimitRefusal, overLimit, type StateLimits, UNLIMITED } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
+import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
 import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
@@ -42,7 +43,8 @@ type RuntimeLimit = "runtimeRules" | "runtimeScenarioBytes" | "runtimeFhirpathBy
 /** How to make room for runtime scenarios, said in every refusal. */
 const FREE_RUNTIME = "Remove the rules added at run time with DELETE /__admin/scenarios (a reset keeps them).";
 
-interface Counter {
+/** How often a rule matched and answered: kept per workspace, by the rule's id in the state file. */
+export interface Counter {
   matched: number;
   answered: number;
 }
@@ -56,6 +58,8 @@ interface Counter {
  */
 export class Scenarios {
   #runtime: LoadedScenario[] = [];
+  /** The texts of the runtime documents, by their number (runtime-N), for the state file. */
+  #runtimeTexts = new Map<number, string>();
   /** What the runtime documents weigh, in all (their rules, bytes, FHIRPath bytes). */
   #runtimeCost: ScenarioCost = NO_COST;
   #rules = new RuleSet([]);
@@ -71,7 +75,38 @@ export class Scenarios {
     private readonly loadOptions: LoadOptions = folder?.loadOptions ?? {},
     /** The most runtime documents may hold in all (rules, bytes, FHIRPath bytes); the rest is not read here. */
     readonly limits: Pick<StateLimits, RuntimeLimit> = UNLIMITED,
+    /** Where runtime documents and hit counts are said, for the state file (--state-file). */
+    private readonly sink: StateSink = NO_STATE,
   ) {}
+
+  /**
+   * The runtime documents and counters a state file kept: the documents added again in their order (they were
+   * admitted when posted), then each counter given to the rule of its id, if the rules still have one. Returns the
+   * documents that no longer load (the sandbox's rules changed meanwhile), which are left out.
+   */
+  restore(
+    documents: ReadonlyArray<{ number: number; text: string }>,
+    counters: ReadonlyMap<string, Counter>,
+  ): YamlProblem[][] {
+    this.#runtime = [];
+    this.#runtimeTexts.clear();
+    this.#runtimeCost = NO_COST;
+    this.#runtimeCount = 0;
+    this.#builtFor = -1;
+    const refused: YamlProblem[][] = [];
+    for (const { number, text } of documents) {
+      // Numbered as when posted (runtime-N), so that its rules keep their ids, which the counters name.
+      this.#runtimeCount = number - 1;
+      const added = this.add(text);
+      if (!added.ok) refused.push(added.problems ?? []);
+    }
+    this.#counters = new WeakMap();
+    for (const rule of this.#ruleSet().rules) {
+      const counter = counters.get(rule.id);
+      if (counter) this.#counters.set(rule, { matched: counter.matched, answered: counter.answered });
+    }
+    return refused;
+  }
 
   /**
    * Adds a scenario document (YAML or JSON) at run time, unless it is not valid or would take the runtime
@@ -108,7 +143,18 @@ export class Scenarios {
     this.#runtime.push(scenario);
     this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
+    this.#runtimeTexts.set(this.#runtimeCount, text);
+    this.#saveDocument(this.#runtimeCount, text);
     return { ok: true, scenario };
+  }
+
+  #saveDocument(number: number, text: string): void {
+    if (this.sink.active) this.sink.put("scenario", String(number).padStart(6, "0"), () => ({ number, text }));
+  }
+
+  /** Says every runtime document again (a reset cleared the workspace's file state; its runtime rules stay). */
+  saveRuntime(): void {
+    for (const [number, text] of this.#runtimeTexts) this.#saveDocument(number, text);
   }
 
   #refusal(limit: RuntimeLimit, held: number, adding: number, unit: string): LimitRefusal {
@@ -123,8 +169,10 @@ export class Scenarios {
   clearRuntime(): number {
     const n = this.#runtimeCost.rules;
     this.#runtime = [];
+    this.#runtimeTexts.clear();
     this.#runtimeCost = NO_COST;
     this.#builtFor = -1;
+    this.sink.removeAll("scenario");
     return n;
   }
 
@@ -163,6 +211,7 @@ export class Scenarios {
 
   resetCounters(): void {
     this.#counters = new WeakMap();
+    this.sink.removeAll("hits");
   }
 
   #counter(rule: CompiledRule): Counter {
@@ -191,6 +240,7 @@ export class Scenarios {
       if (!rule.matcher.matches(facts)) continue;
       const counter = this.#counter(rule);
       counter.matched++;
+      if (this.sink.active) this.sink.put("hits", rule.id, () => counter);
       if (rule.times !== undefined && counter.answered >= rule.times) {
         trace?.passedOver.push({ rule, answered: counter.answered, why: "times" });
         continue;

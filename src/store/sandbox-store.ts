@@ -1,6 +1,7 @@
 import type { Patient, Resource } from "fhir/r4.js";
 import { isFixed } from "../fhir/fixed-resources.js";
 import { type GeneratedProfile, generateProfile, profileRecords } from "../generate/patient-profile.js";
+import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { identifierKey, type PatientIdentity } from "./patient-identity.js";
 import type { ProfileCache } from "./profile-cache.js";
 import { RecordInterner } from "./record-interner.js";
@@ -17,6 +18,21 @@ export interface StoreDeps {
   profiles?: ProfileCache;
   /** Recurring parts and strings shared with other stores; none: the store keeps its own. */
   interner?: RecordInterner;
+  /** Where it says what changed, for the state file (--state-file); none: it lives in memory only. */
+  sink?: StateSink;
+}
+
+/** A patient as the state file keeps it: the resource, every key it is known by, whether it is pinned. */
+export interface SavedPatient {
+  patient: Patient;
+  keys: string[];
+  pinned: boolean;
+}
+
+/** A record as the state file keeps it. */
+export interface SavedRecord {
+  resource: Resource;
+  patientId: string;
 }
 
 /** What the store keeps at most, so that a long-running shared sandbox stays within its memory. */
@@ -89,6 +105,7 @@ export class SandboxStore {
   /** Each patient's records, oldest first. */
   readonly #byPatient = new Map<string, Held[]>();
   readonly #interner: RecordInterner;
+  readonly #sink: StateSink;
   /** Unpinned patient ids, least recently used first (a Set keeps insertion order: touching re-inserts). */
   readonly #recent = new Set<string>();
   readonly #pinned = new Set<string>();
@@ -101,6 +118,58 @@ export class SandboxStore {
     readonly limits: StoreLimits = { patients: Number.POSITIVE_INFINITY, recordsPerPatient: Number.POSITIVE_INFINITY },
   ) {
     this.#interner = deps.interner ?? new RecordInterner();
+    this.#sink = deps.sink ?? NO_STATE;
+  }
+
+  /** Says the patient changed (its keys, its pin), for the state file. */
+  #savePatient(id: string): void {
+    if (!this.#sink.active) return;
+    this.#sink.put(
+      "patient",
+      id,
+      (): SavedPatient => ({
+        patient: this.#patients.get(id) as Patient,
+        keys: this.#keysOf.get(id) ?? [],
+        pinned: this.#pinned.has(id),
+      }),
+    );
+  }
+
+  /** Says the record changed, or went, for the state file. */
+  #saveRecord(held: Held, gone = false): void {
+    if (!this.#sink.active) return;
+    const key = `${held.resource.resourceType}/${held.resource.id}`;
+    if (gone) this.#sink.remove("record", key);
+    else this.#sink.put("record", key, (): SavedRecord => ({ resource: held.resource, patientId: held.patientId }));
+  }
+
+  /**
+   * The state a state file kept, instead of what the store holds: patients (in the order they were met, the least
+   * recently used first) and records (in the order they were stored). Nothing of it is said back to the file.
+   */
+  restore(patients: readonly SavedPatient[], records: readonly SavedRecord[]): void {
+    this.clear();
+    for (const { patient, keys, pinned } of patients) {
+      const id = patient.id as string;
+      this.#patients.set(id, this.#interner.keep(patient));
+      const own: string[] = [];
+      for (const key of keys) {
+        if (this.#keys.has(key)) continue;
+        this.#keys.set(key, id);
+        own.push(key);
+      }
+      this.#keysOf.set(id, own);
+      this.#byPatient.set(id, []);
+      if (pinned) this.#pinned.add(id);
+      else this.#recent.add(id);
+    }
+    for (const { resource, patientId } of records) {
+      const list = this.#byPatient.get(patientId);
+      if (!list) continue;
+      const held: Held = { resource: this.#interner.keep(resource), patientId };
+      list.push(held);
+      this.#index(resource.resourceType).set(resource.id as string, held);
+    }
   }
 
   /** The patient any of these keys names, if the sandbox knows it (it becomes the most recently used). */
@@ -125,9 +194,10 @@ export class SandboxStore {
 
   /** Keeps this patient whatever the limits (fixtures). */
   pin(id: string): void {
-    if (!this.#patients.has(id)) return;
+    if (!this.#patients.has(id) || this.#pinned.has(id)) return;
     this.#pinned.add(id);
     this.#recent.delete(id);
+    this.#savePatient(id);
   }
 
   /**
@@ -199,6 +269,7 @@ export class SandboxStore {
       own.push(key);
     }
     this.#keysOf.set(id, own);
+    this.#savePatient(id);
     if (!this.#byPatient.has(id)) this.#byPatient.set(id, []);
     if (this.#pinned.has(id)) return;
     if (own.some((key) => this.#pinnedKeys.has(key))) {
@@ -219,9 +290,13 @@ export class SandboxStore {
     this.#patients.delete(id);
     for (const key of this.#keysOf.get(id) ?? []) this.#keys.delete(key);
     this.#keysOf.delete(id);
-    for (const held of this.#byPatient.get(id) ?? []) this.#unindex(held);
+    for (const held of this.#byPatient.get(id) ?? []) {
+      this.#unindex(held);
+      this.#saveRecord(held, true);
+    }
     this.#byPatient.delete(id);
     this.#evictedPatients++;
+    if (this.#sink.active) this.#sink.remove("patient", id);
   }
 
   #hold(resource: Resource, patientId: string): void {
@@ -235,13 +310,16 @@ export class SandboxStore {
       held = { resource, patientId };
       list.push(held);
       while (list.length > this.limits.recordsPerPatient) {
-        this.#unindex(list.shift() as Held);
+        const oldest = list.shift() as Held;
+        this.#unindex(oldest);
+        this.#saveRecord(oldest, true);
         this.#evictedRecords++;
       }
       byId.set(id, held);
     }
     held.resource = this.#interner.keep(resource);
     held.patientId = patientId;
+    this.#saveRecord(held);
   }
 
   #index(type: string): Map<string, Held> {

@@ -9,6 +9,7 @@ import type { HandlerTable } from "../handlers/handler.js";
 import type { CallIds } from "../journal/call-ids.js";
 import { Journal } from "../journal/journal.js";
 import type { Redaction } from "../journal/redact.js";
+import { savedCall } from "../journal/saved-call.js";
 import type { SandboxLogger } from "../log/logger.js";
 import { OrderWorkflow } from "../orders/order-workflow.js";
 import { PharmacyRegistry } from "../orders/pharmacy-registry.js";
@@ -21,11 +22,16 @@ import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { type AddResult, Scenarios } from "../scenarios/scenarios.js";
+import type { StateFile, StateWriteError } from "../state/state-file.js";
+import { NO_STATE } from "../state/state-sink.js";
+import { WorkspaceState } from "../state/workspace-state.js";
 import type { ProfileCache } from "../store/profile-cache.js";
 import type { RecordInterner } from "../store/record-interner.js";
 import { SandboxStore } from "../store/sandbox-store.js";
 import { PackedTexts } from "../text/packed-texts.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
+import { restoreWorkspace, savedAnswer } from "./restore-workspace.js";
+import { unsavedAnswer } from "./unsaved-answer.js";
 import { workspacePrefix } from "./workspace-name.js";
 
 /** Most processed answers remembered for resent message ids, per workspace. */
@@ -55,6 +61,14 @@ export interface WorkspaceShared {
   publicUrl(): string;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
   seedOf?(workspace: string): string | undefined;
+  /** The state file (--state-file): each workspace writes what changes and starts from what it holds. */
+  state?: {
+    file: StateFile;
+    /** Sandbox-wide values written with every change (the call-id counter). */
+    meta(): Record<string, string>;
+    /** A change made outside a message could not be written. */
+    failed(workspace: string, error: StateWriteError): void;
+  };
 }
 
 /** What a workspace holds, counted: for health, the workspaces list and its memory estimate. */
@@ -122,6 +136,8 @@ export interface Workspace {
   memoryEstimate(): number;
   /** Stops its timers (order deadlines, scheduled pushes); it takes no more requests. */
   close(): void;
+  /** Closes it and forgets its state in the state file too (deleted, or dropped for idleness). */
+  discard(): void;
 }
 
 /**
@@ -137,7 +153,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   const { options, deps, logger, catalogue } = shared;
   const seed = shared.seedOf?.(id) ?? options.seed;
   const prefix = workspacePrefix(id);
-  const createdAt = deps.now();
+  let createdAt = deps.now();
+  const fileState = shared.state
+    ? new WorkspaceState(shared.state.file, id, {
+        meta: shared.state.meta,
+        failed: (error) => shared.state?.failed(id, error),
+      })
+    : undefined;
+  const sink = fileState ?? NO_STATE;
 
   // Passes recorded calls and order changes on: what the whole sandbox observes (the journal file) hears every workspace.
   const events = new SandboxEvents(shared.events);
@@ -149,13 +172,21 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     redaction: shared.redaction,
     workspace: id,
     texts,
+    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id) } : {}),
   });
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
-  const replays = new ReplayCache<StoredAnswer>(Math.min(options.journalLimit, REPLAY_LIMIT), {
-    maxChars: options.journalMaxBytes,
-    sizeOf: (answer) => answer.body.length + ("body" in answer.identity ? answer.identity.body.length : 0),
-  });
+  const replays = new ReplayCache<StoredAnswer>(
+    Math.min(options.journalLimit, REPLAY_LIMIT),
+    {
+      maxChars: options.journalMaxBytes,
+      sizeOf: (answer) => answer.body.length + ("body" in answer.identity ? answer.identity.body.length : 0),
+    },
+    fileState && {
+      remembered: (messageId, answer) => fileState.put("replay", messageId, () => savedAnswer(answer)),
+      forgotten: (messageId) => fileState.remove("replay", messageId),
+    },
+  );
   const store = new SandboxStore(
     {
       seed,
@@ -164,12 +195,13 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       newId: deps.newId,
       profiles: shared.profiles,
       interner: shared.interner,
+      sink,
     },
     { patients: options.maxPatients, recordsPerPatient: options.maxRecordsPerPatient },
   );
   const limits = stateLimitsOf(options);
-  const pharmacies = new PharmacyRegistry(limits.pharmacies);
-  const scenarios = new Scenarios(shared.folder, undefined, limits);
+  const pharmacies = new PharmacyRegistry(limits.pharmacies, sink);
+  const scenarios = new Scenarios(shared.folder, undefined, limits, sink);
   const orders = new OrderWorkflow({
     seed,
     emiratesIdSystem: options.emiratesIdSystem,
@@ -184,6 +216,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     logger,
     sandboxUrl: () => `${shared.publicUrl()}${prefix}${options.basePath}`,
     maxOrders: limits.orders,
+    sink,
   });
   const pushes = new ScheduledPushes(orders, logger);
   const handlers: HandlerTable = {
@@ -197,7 +230,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     }),
     ...deps.handlers,
   };
-  const processMessage = createMessagePipeline(
+  const pipeline = createMessagePipeline(
     { ...options, proxy: options.proxy !== undefined },
     { ...deps, handlers, catalogue, replays, texts, store, scenarios },
   );
@@ -208,8 +241,68 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     pinRulePatients();
     applyFixtures(list, { store, pharmacies, seed, emiratesIdSystem: options.emiratesIdSystem });
   };
-  fixtures(scenarios.fixtureOrder);
+  let self: Workspace | undefined;
+  const workspaceRow = () => ({ createdAt, lastUsedAt: self?.lastUsedAt ?? createdAt });
+  /** Back to what the state file holds: at start (`resume`: unfinished deliveries are sent again), or after a write failed. */
+  const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
+    restoreWorkspace(rows, { store, pharmacies, scenarios, orders, replays, journal, texts, resume, logger, id });
+  const saved = fileState ? (shared.state as NonNullable<typeof shared.state>).file.rows(id) : [];
+  if (fileState && saved.length > 0) {
+    fileState.muted(() => {
+      const times = restore(saved, true);
+      if (times) createdAt = times.createdAt;
+      pinRulePatients();
+    });
+  } else if (fileState) {
+    // A new workspace: its fixtures are its first state.
+    const made = fileState.within(() => {
+      fixtures(scenarios.fixtureOrder);
+      fileState.put("workspace", "", workspaceRow);
+    });
+    if (made.error) shared.state?.failed(id, made.error);
+  } else {
+    fixtures(scenarios.fixtureOrder);
+  }
   pushes.start(scenarios.scenarios);
+
+  /** A write failed: the workspace goes back to what the file holds (its journal stays: it tells what happened). */
+  const stepBack = () => {
+    const rows = (shared.state as NonNullable<typeof shared.state>).file.rows(id);
+    (fileState as WorkspaceState).muted(() => {
+      restore(rows, false);
+      pinRulePatients();
+    });
+  };
+  const processMessage: MessagePipeline = fileState
+    ? (inbound) => {
+        const { value, error } = fileState.within(() => {
+          fileState.put("workspace", "", workspaceRow);
+          return pipeline(inbound);
+        });
+        if (!error) return value;
+        stepBack();
+        return value instanceof Promise
+          ? value.then((answer) => unsavedAnswer(answer, error, shared.state?.file.path ?? ""))
+          : unsavedAnswer(value, error, shared.state?.file.path ?? "");
+      }
+    : pipeline;
+  if (fileState) {
+    events.on("journal:cleared", () => fileState.removeAll("call"));
+    // The call's journal record is written before its answer goes out (the edge records, then writes).
+    events.on("call:recorded", (record) => {
+      fileState.put("call", record.id, () => savedCall(record));
+      const error = fileState.flush();
+      if (error) shared.state?.failed(id, error);
+    });
+  }
+  /** Runs an admin change in one transaction; a failed write takes the workspace back and throws. */
+  const written = <T>(change: () => T): T => {
+    if (!fileState) return change();
+    const { value, error } = fileState.within(change);
+    if (!error) return value;
+    stepBack();
+    throw error;
+  };
 
   const counts = (): WorkspaceCounts => {
     const held = store.counts();
@@ -237,12 +330,12 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     flag: LIMIT_FLAGS[limit],
   });
 
-  return {
+  const workspace: Workspace = {
     id,
     prefix,
     seed,
     createdAt,
-    lastUsedAt: createdAt,
+    lastUsedAt: saved.length > 0 ? (restoredLastUse(saved) ?? createdAt) : createdAt,
     events,
     journal,
     store,
@@ -252,28 +345,38 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     processMessage,
     applyFixtures: fixtures,
     addScenario(text) {
-      // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
-      const added = scenarios.add(text, (scenario) =>
-        pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
-      );
-      if (added.ok) fixtures([added.scenario]);
-      return added;
+      return written(() => {
+        // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
+        const added = scenarios.add(text, (scenario) =>
+          pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
+        );
+        if (added.ok) fixtures([added.scenario]);
+        return added;
+      });
     },
     filesReloaded(result) {
       if (result.ok) pinRulePatients();
       events.emit("scenarios:loaded", result);
     },
     reset() {
-      pushes.stop();
-      orders.clear();
-      journal.clear();
-      replays.clear();
-      texts.clear();
-      store.clear();
-      pharmacies.clear();
-      fixtures(scenarios.fixtureOrder);
-      scenarios.resetCounters();
-      pushes.start(scenarios.scenarios);
+      written(() => {
+        pushes.stop();
+        // Everything of it goes from the file; the fixtures below are its new state (runtime rules stay).
+        fileState?.removeEverything();
+        orders.clear();
+        journal.clear();
+        replays.clear();
+        texts.clear();
+        store.clear();
+        pharmacies.clear();
+        fixtures(scenarios.fixtureOrder);
+        scenarios.resetCounters();
+        if (fileState) {
+          fileState.put("workspace", "", workspaceRow);
+          scenarios.saveRuntime();
+        }
+        pushes.start(scenarios.scenarios);
+      });
     },
     counts,
     limits() {
@@ -289,7 +392,23 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     memoryEstimate: () => workspaceBytes(counts()),
     close() {
       pushes.stop();
-      orders.clear();
+      fileState?.muted(() => orders.clear());
+    },
+    discard() {
+      workspace.close();
+      if (!fileState) return;
+      fileState.removeEverything();
+      const error = fileState.flush();
+      if (error) shared.state?.failed(id, error);
     },
   };
+  self = workspace;
+  return workspace;
+}
+
+/** When a workspace kept in the state file was last used, from its row. */
+function restoredLastUse(rows: ReturnType<StateFile["rows"]>): Date | undefined {
+  const row = rows.find((r) => r.kind === "workspace");
+  const at = row ? (JSON.parse(row.value) as { lastUsedAt?: string }).lastUsedAt : undefined;
+  return at ? new Date(at) : undefined;
 }

@@ -161,7 +161,7 @@ export class Workspaces {
 
   #drop(workspace: Workspace): void {
     this.#live.delete(workspace.id);
-    workspace.close();
+    workspace.discard();
     this.#dropped++;
   }
 
@@ -172,6 +172,19 @@ export class Workspaces {
     const idle = [...this.#live.values()].filter((w) => this.#expired(w, now));
     for (const workspace of idle) this.#drop(workspace);
     return idle.map((w) => w.id);
+  }
+
+  /**
+   * Makes again the workspaces a state file kept (each from its saved state, with its last use), then drops those
+   * idle past --workspace-ttl meanwhile. In fixed mode, only the named ones: the others' state stays in the file.
+   */
+  restore(ids: Iterable<string>): void {
+    for (const id of ids) {
+      if (this.#live.has(id) || !isWorkspaceName(id)) continue;
+      if (this.settings.mode === "fixed" && !this.#named.has(id)) continue;
+      this.#live.set(id, this.create(id));
+    }
+    this.sweep();
   }
 
   /** A workspace held now, without using it. */
@@ -194,7 +207,7 @@ export class Workspaces {
     const workspace = this.#live.get(id);
     if (!workspace) return "unknown";
     this.#live.delete(id);
-    workspace.close();
+    workspace.discard();
     return "deleted";
   }
 

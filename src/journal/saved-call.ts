@@ -1,0 +1,18 @@
+import type { CallDraft, CallRecord } from "./call-record.js";
+
+/** Members of a record the state file does not keep: the trace holds compiled rules; the rest it adds back. */
+const NOT_SAVED = new Set(["trace", "size", "workspace"]);
+
+/** A recorded call as the state file keeps it (JSON.stringify writes the bodies through their toJSON). */
+export function savedCall(record: CallRecord): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key in record) if (!NOT_SAVED.has(key)) out[key] = (record as unknown as Record<string, unknown>)[key];
+  return out;
+}
+
+/** A call read back from the state file, as the draft the journal keeps it from (with its id). */
+export function savedCallDraft(saved: unknown): CallDraft & { id: string } {
+  const call = saved as CallDraft & { id: string; at: string | Date };
+  call.at = new Date(call.at);
+  return call as CallDraft & { id: string };
+}

@@ -1,0 +1,277 @@
+import { existsSync, statSync, unlinkSync } from "node:fs";
+import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
+
+/** The file cannot be used as the sandbox's state: the start stops (exit 2) with this message. */
+export class StateFileProblem extends Error {}
+
+/** A change could not be written: nothing of it is in the file. */
+export class StateWriteError extends Error {}
+
+/** One kept thing, as the file holds it: its kind, its key within the kind, its JSON. */
+export interface StateRow {
+  kind: string;
+  key: string;
+  value: string;
+}
+
+/** What one transaction writes for a workspace: everything of it cleared first, or some kinds; then rows put or deleted. */
+export interface StateChange {
+  clear: boolean;
+  clearKinds: ReadonlySet<string>;
+  /** Rows by `kind\0key`: a JSON text to put, or undefined to delete. */
+  rows: ReadonlyMap<string, { kind: string; key: string; value: string | undefined }>;
+}
+
+/** The state file as GET /__admin/health shows it. */
+export interface StateFileStatus {
+  path: string;
+  status: "ok" | "failing";
+  schemaVersion: number;
+  /** The database file's size (its write-ahead log not counted). */
+  bytes: number;
+  lastError: string | null;
+  lastErrorAt: string | null;
+}
+
+export interface StateFileSettings {
+  /** The file may not grow past this many bytes: a write that would is refused as a full disk would be. */
+  maxBytes: number;
+  /** How long a write waits for a lock another process holds, before it fails. */
+  busyTimeoutMs?: number;
+  /** Refuse a path with no file (a backup of a file that is not there), instead of making a new one. */
+  mustExist?: boolean;
+  now?(): Date;
+}
+
+/** node:sqlite, taken when a state file is asked for: a sandbox in memory never loads it. */
+function sqlite(): typeof import("node:sqlite") {
+  const module = process.getBuiltinModule?.("node:sqlite");
+  if (!module) {
+    throw new StateFileProblem(
+      `--state-file needs node:sqlite, which Node ${process.versions.node} does not have: run the sandbox on Node 22.13+ or 24.`,
+    );
+  }
+  return module;
+}
+
+/**
+ * The sandbox's state on disk: an SQLite database (node:sqlite) in WAL mode, whose commits survive a crash of the
+ * process (synchronous=NORMAL: not a power cut). The sandbox keeps its state in memory and writes here what each
+ * message changed, in one transaction, before the answer goes out; at start it reads every workspace back.
+ *
+ * @example
+ *   const file = StateFile.open("/data/sandbox.db", { maxBytes: 1 << 30 });
+ *   file.commit("team-a", change); // throws StateWriteError when it cannot (disk full, file removed, locked)
+ */
+export class StateFile {
+  readonly #db: DatabaseSync;
+  readonly #put: StatementSync;
+  readonly #delete: StatementSync;
+  readonly #clear: StatementSync;
+  readonly #clearKind: StatementSync;
+  readonly #setMeta: StatementSync;
+  /** The file's inode at open: a write after the file was removed or replaced would go nowhere. */
+  readonly #inode: number;
+  #seq: number;
+  #lastError: string | null = null;
+  #lastErrorAt: Date | null = null;
+  #closed = false;
+
+  private constructor(
+    readonly path: string,
+    db: DatabaseSync,
+    private readonly settings: StateFileSettings,
+  ) {
+    this.#db = db;
+    this.#put = db.prepare(
+      "INSERT INTO items (workspace, kind, key, seq, value) VALUES (?, ?, ?, ?, ?) ON CONFLICT (workspace, kind, key) DO UPDATE SET value = excluded.value",
+    );
+    this.#delete = db.prepare("DELETE FROM items WHERE workspace = ? AND kind = ? AND key = ?");
+    this.#clear = db.prepare("DELETE FROM items WHERE workspace = ?");
+    this.#clearKind = db.prepare("DELETE FROM items WHERE workspace = ? AND kind = ?");
+    this.#setMeta = db.prepare(
+      "INSERT INTO sandbox (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+    );
+    const last = db.prepare("SELECT max(seq) AS seq FROM items").get() as { seq: number | null };
+    this.#seq = last.seq ?? 0;
+    this.#inode = statSync(path).ino;
+  }
+
+  /**
+   * Opens (or creates) a state file and brings its schema up to date. Throws StateFileProblem for a file that is
+   * not a sandbox state file, has a newer schema, or cannot be written.
+   */
+  static open(path: string, settings: StateFileSettings): StateFile {
+    const { DatabaseSync } = sqlite();
+    let db: DatabaseSync | undefined;
+    if (settings.mustExist && !existsSync(path)) throw new StateFileProblem(`state file ${path} does not exist`);
+    try {
+      db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
+      // A file that is not a database fails here, at its first read.
+      const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
+      if (mode.journal_mode.toLowerCase() !== "wal")
+        throw new Error(`it cannot use a write-ahead log (${mode.journal_mode})`);
+      db.exec("PRAGMA synchronous = NORMAL");
+      db.exec(`PRAGMA max_page_count = ${maxPages(db, settings.maxBytes)}`);
+      if (userVersion(db) === 0 && tableNames(db).size > 0) {
+        throw new Error("it is a database of something else (it has tables, and no sandbox schema version)");
+      }
+      const found = migrate(db);
+      if (found > 0) checkTables(db);
+      return new StateFile(path, db, settings);
+    } catch (error) {
+      db?.close();
+      throw problem(path, error);
+    }
+  }
+
+  /** The workspaces the file holds state of. */
+  workspaces(): string[] {
+    return (this.#db.prepare("SELECT DISTINCT workspace FROM items").all() as Array<{ workspace: string }>).map(
+      (row) => row.workspace,
+    );
+  }
+
+  /** Every row of a workspace, in the order they were first written. */
+  rows(workspace: string): StateRow[] {
+    return this.#db
+      .prepare("SELECT kind, key, value FROM items WHERE workspace = ? ORDER BY seq")
+      .all(workspace) as unknown as StateRow[];
+  }
+
+  /** A sandbox-wide value (the call-id counter), if written. */
+  meta(key: string): string | undefined {
+    const row = this.#db.prepare("SELECT value FROM sandbox WHERE key = ?").get(key) as { value: string } | undefined;
+    return row?.value;
+  }
+
+  /**
+   * Writes one workspace's change, and sandbox-wide values, in one transaction: all of it or, on a failure
+   * (StateWriteError), none of it.
+   */
+  commit(workspace: string, change: StateChange, meta?: Record<string, string>): void {
+    if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping");
+    const seq = this.#seq;
+    try {
+      this.#checkStillThere();
+      this.#db.exec("BEGIN IMMEDIATE");
+      try {
+        if (change.clear) this.#clear.run(workspace);
+        for (const kind of change.clearKinds) this.#clearKind.run(workspace, kind);
+        for (const row of change.rows.values()) {
+          if (row.value === undefined) this.#delete.run(workspace, row.kind, row.key);
+          else this.#put.run(workspace, row.kind, row.key, ++this.#seq, row.value);
+        }
+        for (const [key, value] of Object.entries(meta ?? {})) this.#setMeta.run(key, value);
+        this.#db.exec("COMMIT");
+      } catch (error) {
+        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        throw error;
+      }
+      this.#lastError = null;
+    } catch (error) {
+      this.#seq = seq;
+      this.#lastError = messageOf(error);
+      this.#lastErrorAt = this.settings.now?.() ?? new Date();
+      throw new StateWriteError(this.#lastError);
+    }
+  }
+
+  /** Forgets a workspace: it was deleted, or dropped for idleness. */
+  dropWorkspace(workspace: string): void {
+    this.commit(workspace, { clear: true, clearKinds: new Set(), rows: new Map() });
+  }
+
+  /** A consistent copy of the whole file at `target` (VACUUM INTO), taken while the sandbox serves. */
+  backup(target: string): void {
+    if (existsSync(target)) throw new Error(`${target} exists already: the copy goes to a new file`);
+    this.#db.prepare("VACUUM INTO ?").run(target);
+  }
+
+  status(): StateFileStatus {
+    let bytes = 0;
+    try {
+      bytes = statSync(this.path).size;
+    } catch {
+      // Removed: the status says why it fails.
+    }
+    return {
+      path: this.path,
+      status: this.#lastError === null ? "ok" : "failing",
+      schemaVersion: SCHEMA_VERSION,
+      bytes,
+      lastError: this.#lastError,
+      lastErrorAt: this.#lastErrorAt?.toISOString() ?? null,
+    };
+  }
+
+  /** Lets go of the file without checkpointing it (another process, a running sandbox, may be writing it). */
+  release(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#db.close();
+  }
+
+  /** Stops writing: the log is checkpointed into the file, which is then whole on its own. */
+  close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      this.#db.exec("PRAGMA wal_checkpoint(TRUNCATE)");
+    } catch {
+      // Whatever is in the log is read back at the next start all the same.
+    }
+    this.#db.close();
+  }
+
+  #checkStillThere(): void {
+    const now = statSync(this.path, { throwIfNoEntry: false });
+    if (now === undefined) throw new Error(`${this.path} was removed while the sandbox ran`);
+    if (now.ino !== this.#inode) throw new Error(`${this.path} was replaced by another file while the sandbox ran`);
+  }
+}
+
+/** The page count that keeps the file within `maxBytes` (a write past it fails as SQLITE_FULL). */
+function maxPages(db: DatabaseSync, maxBytes: number): number {
+  const { page_size } = db.prepare("PRAGMA page_size").get() as { page_size: number };
+  return Math.max(1, Math.floor(maxBytes / page_size));
+}
+
+/** A file at version ≥ 1 must have the tables its version says: another application's database does not. */
+function checkTables(db: DatabaseSync): void {
+  const tables = tableNames(db);
+  for (const table of ["items", "sandbox"]) {
+    if (!tables.has(table)) throw new Error(`it has no ${table} table: it is not a sandbox state file`);
+  }
+}
+
+function tableNames(db: DatabaseSync): Set<string> {
+  const rows = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all() as Array<{ name: string }>;
+  return new Set(rows.map((row) => row.name));
+}
+
+function userVersion(db: DatabaseSync): number {
+  return Number((db.prepare("PRAGMA user_version").get() as { user_version: number }).user_version);
+}
+
+function problem(path: string, error: unknown): StateFileProblem {
+  if (error instanceof StateFileProblem) return error;
+  if (error instanceof NewerSchema) {
+    return new StateFileProblem(
+      `state file ${path}: ${error.message}; it was written by a newer uae-fhir-sandbox. Run that version (or newer), or start with another --state-file.`,
+    );
+  }
+  return new StateFileProblem(
+    `state file ${path} cannot be used: ${messageOf(error)}. It must be a state file this sandbox wrote (or a new path), in a directory the sandbox can write to.`,
+  );
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/** Removes a state file with its write-ahead log and shared-memory index (tests, and a failed first start). */
+export function removeStateFile(path: string): void {
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) unlinkSync(file);
+}
