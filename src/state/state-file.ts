@@ -1,4 +1,4 @@
-import { existsSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 
@@ -107,6 +107,9 @@ export class StateFile {
     let db: DatabaseSync | undefined;
     if (settings.mustExist && !existsSync(path)) throw new StateFileProblem(`state file ${path} does not exist`);
     try {
+      // Made readable by its owner only: it holds pharmacies' push headers and every workspace's data. SQLite gives
+      // its -wal and -shm files the mode of the database file.
+      if (!existsSync(path)) closeSync(openSync(path, "wx", 0o600));
       db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
       // A file that is not a database fails here, at its first read.
       const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
