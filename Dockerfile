@@ -3,6 +3,8 @@
 #   docker build -t uae-fhir-sandbox .                  (podman: podman build --format docker ..., to keep HEALTHCHECK)
 #   docker run --rm -p 8080:8080 uae-fhir-sandbox
 #   docker run --rm -p 8080:8080 -v "$PWD/scenarios:/app/scenarios:ro" uae-fhir-sandbox
+#   docker run --rm -p 8080:8080 -v sandbox-data:/data -e STATE_FILE=/data/sandbox.db uae-fhir-sandbox
+#       (the state kept in the named volume sandbox-data, across restarts and new containers: docs/state-file.md)
 #
 # Every flag is also an environment variable (docker run -e ADMIN_TOKEN=... -e BASE_PATH=/sandbox).
 # scripts/verify-image.sh builds this image, runs it and checks it (health, a message, non-root, SIGTERM, size).
@@ -29,7 +31,12 @@ RUN npm run build
 # No node_modules, no source maps, no type declarations: the bundle, the data files it reads, the dashboard's assets
 # and rendered docs, the scenarios.
 FROM alpine:3.22 AS runtime
-RUN apk add --no-cache libstdc++ && addgroup -S -g 1000 node && adduser -S -D -H -u 1000 -G node node
+# /data: where a state file goes (-v sandbox-data:/data -e STATE_FILE=/data/sandbox.db). Owned by node and private
+# (the file holds every workspace): Docker copies this directory's owner and mode into a new, empty named volume, so
+# the non-root server can write there; a host folder mounted instead keeps its own owner (give it to uid 1000).
+# No VOLUME: the state file is opt-in, and a VOLUME would add an empty anonymous volume to every run in memory.
+RUN apk add --no-cache libstdc++ && addgroup -S -g 1000 node && adduser -S -D -H -u 1000 -G node node && \
+    mkdir -m 700 /data && chown node:node /data
 COPY --from=build /usr/local/bin/node /usr/local/bin/node
 WORKDIR /app
 ENV NODE_ENV=production \

@@ -160,6 +160,23 @@ describe("the Dockerfile", () => {
     expect(all(dockerfile, "VOLUME")).toEqual([]);
   });
 
+  it("makes /data for a state file, owned by node and private, as root; no VOLUME, as the state file is opt-in", () => {
+    const runs = all(runtime, "RUN");
+    const data = runs.findIndex((i) => /\bchown node:node \/data(\s|$)/.test(i.args));
+    expect(data, "a RUN that gives /data to node").toBeGreaterThanOrEqual(0);
+    expect(runs[data]?.args).toMatch(/\bmkdir -m 700 \/data\b/);
+    // After the user exists, before USER drops root (Docker copies this owner and mode into a new named volume).
+    const user = runs.findIndex((i) => /\badduser\b.* -u 1000 /.test(i.args));
+    expect(user).toBeGreaterThanOrEqual(0);
+    expect(data).toBeGreaterThanOrEqual(user);
+    expect(runtime.indexOf(runs[data] as Instruction)).toBeLessThan(runtime.findIndex((i) => i.keyword === "USER"));
+    expect(all(dockerfile, "VOLUME")).toEqual([]);
+    // The header's run line with a named volume is the README's.
+    const line = "docker run --rm -p 8080:8080 -v sandbox-data:/data -e STATE_FILE=/data/sandbox.db uae-fhir-sandbox";
+    expect(readFileSync(`${ROOT}Dockerfile`, "utf8")).toContain(`#   ${line}\n`);
+    expect(readFileSync(`${ROOT}README.md`, "utf8")).toContain(`${line}   #`);
+  });
+
   it("sets PORT=8080, HOST=0.0.0.0, SCENARIOS under its WORKDIR and NODE_ENV=production", () => {
     expect(workdir).toBe("/app");
     expect(imageEnv).toMatchObject({

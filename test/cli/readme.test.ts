@@ -149,10 +149,11 @@ describe("README", () => {
     }
   });
 
-  it("shows the Docker run with the scenarios mount and the image's health check", () => {
+  it("shows the Docker run with the scenarios mount, the state file's volume and the image's health check", () => {
     const docker = section("Running in Docker");
     expect(docker).toContain("docker build -t uae-fhir-sandbox .");
     expect(docker).toContain('-v "$PWD/scenarios:/app/scenarios:ro"');
+    expect(docker).toContain("-v sandbox-data:/data -e STATE_FILE=/data/sandbox.db");
     expect(docker).toContain("/__admin/health");
     expect(docker).toContain("podman build --format docker -t uae-fhir-sandbox .");
     expect(docker).toContain("bash scripts/verify-image.sh");

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, posix } from "node:path";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
 import { parse } from "yaml";
@@ -131,6 +131,16 @@ describe("docker-compose.yml", { timeout: 30_000 }, () => {
     expect(sandbox.ports).toEqual(["8080:8080"]);
     const known = new Set(SERVE_FLAGS.map((f) => f.env));
     expect(Object.keys(sandbox.environment).filter((name) => !known.has(name))).toEqual([]);
+  });
+
+  it("keeps the sandbox's state on a named volume: STATE_FILE in the folder a top-level volume is mounted on", () => {
+    const folder = posix.dirname(sandbox.environment.STATE_FILE as string);
+    const mounts = (sandbox.volumes as string[]).map((v) => v.split(":"));
+    const [volume] = mounts.find(([, target]) => target === folder) ?? [];
+    expect(volume, `a volume mounted on ${folder}`).toBeDefined();
+    // A name, not a host path: `docker compose down` keeps it, `down -v` deletes it (the README says so).
+    expect(Object.keys(compose.volumes ?? {})).toContain(volume);
+    expect(README).toContain("docker compose down -v");
   });
 
   it("starts the system under test once the sandbox is healthy, pointed at it by SANDBOX_URL", () => {
