@@ -69,4 +69,6 @@ export interface CallRecord extends Omit<CallDraft, "id" | "secretHeaders" | "ke
   workspace: string;
   /** Body bytes held for this call, for the journal's memory budget. */
   size: number;
+  /** Read back from the state file: recorded before the sandbox last started, without its trace (not shown). */
+  restored?: true;
 }

@@ -23,6 +23,11 @@ export function explainCall(call: CallRecord, basePath: string): CallExplanation
   }
   const status = call.response?.status;
   const trace = call.trace;
+  if (!trace && call.restored) {
+    return {
+      summary: `This call was answered ${status ?? "with no response"} before the sandbox last started, and read back from its state file, which does not keep how the scenario rules decided: the rule that answered, if any, is in rule (here ${call.rule ?? "none"}).`,
+    };
+  }
   if (!trace) {
     return {
       summary: `No scenario rule was consulted: rules meet only messages that can be read and routed, and this one was answered ${status ?? "with no response"} before that (see response.body).`,

@@ -114,7 +114,10 @@ export class Journal {
     this.#start = 0;
     this.#bytes = 0;
     for (const draft of drafts) {
-      this.#keep(keptCall(draft, { id: draft.id, workspace: this.#workspace }, this.#texts, this.#redaction));
+      const record = keptCall(draft, { id: draft.id, workspace: this.#workspace }, this.#texts, this.#redaction);
+      // Not enumerable: no view shows it, and nothing writes it back.
+      Object.defineProperty(record, "restored", { value: true });
+      this.#keep(record);
     }
   }
 
