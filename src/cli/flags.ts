@@ -253,7 +253,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
   flag(
     "max-state-file",
     "size",
-    "4gb",
+    "4096mb",
     "largest the state file may grow: a message that would take it past is answered 503, as on a full disk",
   ),
   flag(
@@ -320,16 +320,8 @@ export interface ServeConfig {
 
 export class UsageError extends Error {}
 
-const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?$/i;
-const UNIT: Record<string, number> = {
-  b: 1,
-  kb: 1024,
-  kib: 1024,
-  mb: 1024 * 1024,
-  mib: 1024 * 1024,
-  gb: 1024 * 1024 * 1024,
-  gib: 1024 * 1024 * 1024,
-};
+const SIZE = /^(\d+)\s*(b|kb|kib|mb|mib)?$/i;
+const UNIT: Record<string, number> = { b: 1, kb: 1024, kib: 1024, mb: 1024 * 1024, mib: 1024 * 1024 };
 /** The longest delay Node's timers take (2^31 - 1 ms, about 24.8 days): a longer one fires at once. */
 const MAX_DURATION_MS = 2 ** 31 - 1;
 
@@ -416,7 +408,7 @@ function convert(text: string, { flag: f, via }: Source): string | number | bool
   }
   if (kind === "size") {
     const m = SIZE.exec(text.trim());
-    if (!m) throw bad("a size such as 1048576, 512kb, 1mb or 2gb");
+    if (!m) throw bad("a size such as 1048576, 512kb or 1mb");
     const n = Number(m[1]) * (UNIT[(m[2] ?? "b").toLowerCase()] ?? 1);
     if (n < 1) throw bad("a size of at least 1 byte");
     if (!Number.isSafeInteger(n)) throw bad(`a size of at most ${Number.MAX_SAFE_INTEGER} bytes`);

@@ -143,8 +143,11 @@ export class Scenarios {
     this.#runtime.push(scenario);
     this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
-    this.#runtimeTexts.set(this.#runtimeCount, text);
-    this.#saveDocument(this.#runtimeCount, text);
+    // Kept only for a state file: in memory alone, the compiled rules are all a document leaves.
+    if (this.sink.active) {
+      this.#runtimeTexts.set(this.#runtimeCount, text);
+      this.#saveDocument(this.#runtimeCount, text);
+    }
     return { ok: true, scenario };
   }
 
