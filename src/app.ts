@@ -40,6 +40,7 @@ import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
 import { StateFile, StateWriteError } from "./state/state-file.js";
+import { unsavedHeaders, unsavedIssues } from "./state/unsaved.js";
 import { ProfileCache } from "./store/profile-cache.js";
 import { RecordInterner } from "./store/record-interner.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
@@ -431,12 +432,7 @@ export function createApp(
     if (error instanceof SimulatedNetworkFault) throw error;
     // An admin change the state file could not take: nothing of it was kept (the workspace went back to the file).
     if (error instanceof StateWriteError) {
-      return outcomeResponse(c, 503, [
-        issue(
-          "transient",
-          `The sandbox could not save this change in its state file ${options.stateFile} (${error.message}), so nothing of it was kept: try again once the operator has fixed the file. GET /__admin/health shows its status.`,
-        ),
-      ]);
+      return outcomeResponse(c, 503, unsavedIssues(error), unsavedHeaders());
     }
     return outcomeResponse(c, 500, sandboxBug(c.req.method, c.req.path, error));
   });

@@ -3,6 +3,8 @@ import type { Socket } from "node:net";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { headerRecord } from "../journal/redact.js";
 import type { Fault } from "../scenarios/schema.js";
+import { StateWriteError } from "../state/state-file.js";
+import { unsavedHeaders, unsavedIssues } from "../state/unsaved.js";
 import { jsonText } from "../text/json-text.js";
 import { ANSWER_HEADERS, putAnswerHeaders } from "./answer-headers.js";
 import type { HostCheck } from "./browser-guard.js";
@@ -169,8 +171,13 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
         owner,
       );
     } catch (error) {
-      // As in the Hono app: an answer whose headers `Headers` refused leaves no record, and is answered 500.
-      out = outcome(call, 500, parts.unexpected("POST", target.routed, error));
+      // The state file could not take the call with its message's changes: nothing of it was kept, and the
+      // client hears so. As in the Hono app otherwise: an answer whose headers `Headers` refused leaves no record,
+      // and is answered 500.
+      out =
+        error instanceof StateWriteError
+          ? outcome(call, 503, unsavedIssues(error), unsavedHeaders())
+          : outcome(call, 500, parts.unexpected("POST", target.routed, error));
     }
     if (out.kind === "silent") return;
     const grant = parts.cors?.takesPart(target.routed) ? grantOf(parts.cors, header) : undefined;

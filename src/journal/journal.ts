@@ -55,6 +55,11 @@ export interface JournalSettings {
   texts?: PackedTexts;
   /** Hears each call the limits made it drop (the state file forgets it too). */
   dropped?(call: CallRecord): void;
+  /**
+   * Keeps each call it recorded elsewhere before it is announced (the state file writes it with its message's
+   * changes). If that throws, the call is not kept here either, and the error goes to whoever recorded it.
+   */
+  kept?(call: CallRecord): void;
 }
 
 /**
@@ -75,6 +80,7 @@ export class Journal {
   readonly #texts: PackedTexts;
   readonly #redaction: Redaction;
   readonly #dropped: ((call: CallRecord) => void) | undefined;
+  readonly #kept: ((call: CallRecord) => void) | undefined;
 
   constructor(
     readonly limits: JournalLimits,
@@ -92,6 +98,7 @@ export class Journal {
     this.#texts = texts;
     this.#redaction = redaction;
     this.#dropped = settings.dropped;
+    this.#kept = settings.kept;
     events.on("call:completed", (draft) => this.#record(draft));
   }
 
@@ -101,6 +108,17 @@ export class Journal {
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
     this.#keep(record);
+    if (this.#kept) {
+      try {
+        this.#kept(record);
+      } catch (error) {
+        // Not kept elsewhere, so not here: the last call goes (the calls dropped for it stay dropped).
+        this.#calls.pop();
+        this.#seqs.pop();
+        this.#bytes -= record.size;
+        throw error;
+      }
+    }
     this.events.emit("call:recorded", record);
   }
 

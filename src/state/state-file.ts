@@ -6,7 +6,15 @@ import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 export class StateFileProblem extends Error {}
 
 /** A change could not be written: nothing of it is in the file. */
-export class StateWriteError extends Error {}
+export class StateWriteError extends Error {
+  constructor(
+    message: string,
+    /** The state file's path, for whoever tells the caller. */
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}
 
 /** One kept thing, as the file holds it: its kind, its key within the kind, its JSON. */
 export interface StateRow {
@@ -150,22 +158,17 @@ export class StateFile {
   }
 
   /**
-   * Writes one workspace's change, and sandbox-wide values, in one transaction: all of it or, on a failure
-   * (StateWriteError), none of it.
+   * Writes one workspace's changes, in their order, and sandbox-wide values, in one transaction: all of it or, on a
+   * failure (StateWriteError), none of it.
    */
-  commit(workspace: string, change: StateChange, meta?: Record<string, string>): void {
-    if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping");
+  commit(workspace: string, changes: StateChange | readonly StateChange[], meta?: Record<string, string>): void {
+    if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping", this.path);
     const seq = this.#seq;
     try {
       this.#checkStillThere();
       this.#db.exec("BEGIN IMMEDIATE");
       try {
-        if (change.clear) this.#clear.run(workspace);
-        for (const kind of change.clearKinds) this.#clearKind.run(workspace, kind);
-        for (const row of change.rows.values()) {
-          if (row.value === undefined) this.#delete.run(workspace, row.kind, row.key);
-          else this.#put.run(workspace, row.kind, row.key, ++this.#seq, row.value);
-        }
+        for (const change of Array.isArray(changes) ? changes : [changes]) this.#apply(workspace, change);
         for (const [key, value] of Object.entries(meta ?? {})) this.#setMeta.run(key, value);
         this.#db.exec("COMMIT");
       } catch (error) {
@@ -177,7 +180,16 @@ export class StateFile {
       this.#seq = seq;
       this.#lastError = messageOf(error);
       this.#lastErrorAt = this.settings.now?.() ?? new Date();
-      throw new StateWriteError(this.#lastError);
+      throw new StateWriteError(this.#lastError, this.path);
+    }
+  }
+
+  #apply(workspace: string, change: StateChange): void {
+    if (change.clear) this.#clear.run(workspace);
+    for (const kind of change.clearKinds) this.#clearKind.run(workspace, kind);
+    for (const row of change.rows.values()) {
+      if (row.value === undefined) this.#delete.run(workspace, row.kind, row.key);
+      else this.#put.run(workspace, row.kind, row.key, ++this.#seq, row.value);
     }
   }
 

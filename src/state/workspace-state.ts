@@ -15,17 +15,23 @@ export interface WorkspaceStateHooks {
   failed(error: StateWriteError): void;
 }
 
+/** Messages processed whose calls are not recorded yet, at most: past it the oldest one's changes are written alone. */
+const MAX_PARKED = 1_000;
+
 /**
  * One workspace's side of the state file: what its parts changed, gathered and written in one transaction. A
- * message's changes are written when its processing ends (`within`), before its answer goes out; a change made
- * outside a message (a timer, a push's answer) is written at the end of the task that made it.
+ * message's changes wait, when its processing ends, for its call's journal record, and both are written together
+ * (`recorded`) before the answer goes out: one transaction per message. A change made outside a message (a timer, a
+ * push's answer) is written at the end of the task that made it.
  *
  * @example
- *   const { value: answer, error } = state.within(() => pipeline(inbound)); // error: nothing of it was written
+ *   state.within(() => pipeline(inbound), callId); // its changes wait for the call
+ *   const error = state.recorded(callId, () => savedCall(record)); // error: nothing of the message was written
  */
 export class WorkspaceState implements StateSink {
   readonly active = true;
   #pending: Pending | undefined;
+  readonly #parked = new Map<string, Pending>();
   #inUnit = false;
   #muted = 0;
 
@@ -72,11 +78,14 @@ export class WorkspaceState implements StateSink {
   }
 
   /**
-   * Runs `fn` (a message's processing, a reset) and writes what it changed, with anything still unwritten, in one
-   * transaction; `error` when that failed (nothing of it is in the file).
+   * Runs `fn` (a message's processing, a reset) and what it changed synchronously is one unit: with `call`, kept
+   * for that call's journal record (`recorded`); without, written now, with anything still unwritten (`error` when
+   * that failed: nothing of it is in the file).
    */
-  within<T>(fn: () => T): { value: T; error: StateWriteError | undefined } {
+  within<T>(fn: () => T, call?: string): { value: T; error: StateWriteError | undefined } {
     const outer = this.#inUnit;
+    // Changes made before, in this task (a push's answer), are written on their own, not with the message.
+    if (!outer && this.#pending) this.#report(this.flush());
     this.#inUnit = true;
     let value: T;
     try {
@@ -84,7 +93,35 @@ export class WorkspaceState implements StateSink {
     } finally {
       this.#inUnit = outer;
     }
-    return { value, error: outer ? undefined : this.flush() };
+    if (outer) return { value, error: undefined };
+    if (call === undefined) return { value, error: this.flush() };
+    const pending = this.#pending;
+    this.#pending = undefined;
+    if (pending) this.#park(call, pending);
+    return { value, error: undefined };
+  }
+
+  /** Whether a message's changes wait for this call's record. */
+  holds(call: string): boolean {
+    return this.#parked.has(call);
+  }
+
+  /**
+   * The journal recorded a call: its record is written with the changes of its message (if any), and whatever else
+   * is pending now (the calls the journal dropped to make room), in one transaction.
+   */
+  recorded(call: string, record: () => unknown): StateWriteError | undefined {
+    const units: Pending[] = [];
+    const parked = this.#parked.get(call);
+    if (parked) {
+      this.#parked.delete(call);
+      units.push(parked);
+    }
+    const now = this.#pending ?? { clear: false, clearKinds: new Set<string>(), rows: new Map() };
+    this.#pending = undefined;
+    now.rows.set(`call\0${call}`, { kind: "call", key: call, value: record });
+    units.push(now);
+    return this.#commit(units);
   }
 
   /** Writes what is pending now; the error when it could not be (the change is dropped: memory goes back to the file). */
@@ -92,12 +129,30 @@ export class WorkspaceState implements StateSink {
     const pending = this.#pending;
     if (!pending) return undefined;
     this.#pending = undefined;
+    return this.#commit([pending]);
+  }
+
+  #commit(units: readonly Pending[]): StateWriteError | undefined {
     try {
-      this.file.commit(this.workspace, serialized(pending), this.hooks.meta());
+      this.file.commit(this.workspace, units.map(serialized), this.hooks.meta());
       return undefined;
     } catch (error) {
-      return error instanceof StateWriteError ? error : new StateWriteError(String(error));
+      return error instanceof StateWriteError ? error : new StateWriteError(String(error), this.file.path);
     }
+  }
+
+  #park(call: string, pending: Pending): void {
+    this.#parked.set(call, pending);
+    // A call that is never recorded (a caller of processMessage that is no HTTP edge) must not hold its changes back.
+    if (this.#parked.size > MAX_PARKED) {
+      const [oldest, unit] = this.#parked.entries().next().value as [string, Pending];
+      this.#parked.delete(oldest);
+      this.#report(this.#commit([unit]));
+    }
+  }
+
+  #report(error: StateWriteError | undefined): void {
+    if (error) this.hooks.failed(error);
   }
 
   #open(): Pending {
@@ -108,8 +163,7 @@ export class WorkspaceState implements StateSink {
     if (!this.#inUnit) {
       queueMicrotask(() => {
         if (this.#pending !== pending || this.#inUnit) return;
-        const error = this.flush();
-        if (error) this.hooks.failed(error);
+        this.#report(this.flush());
       });
     }
     return pending;

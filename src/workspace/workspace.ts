@@ -7,6 +7,7 @@ import { builtInHandlers } from "../handlers/built-in.js";
 import { drugOrderHandlers } from "../handlers/drug-orders.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import type { CallIds } from "../journal/call-ids.js";
+import type { CallRecord } from "../journal/call-record.js";
 import { Journal } from "../journal/journal.js";
 import type { Redaction } from "../journal/redact.js";
 import { savedCall } from "../journal/saved-call.js";
@@ -167,12 +168,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
 
   // The journal's bodies and the duplicate memory's answers and messages, packed together.
   const texts = new PackedTexts();
+  /** Writes a recorded call with its message's changes (set below, once the workspace's parts exist). */
+  let keptInFile: ((call: CallRecord) => void) | undefined;
   const journal = new Journal({ maxCalls: options.journalLimit, maxBytes: options.journalMaxBytes }, events, {
     ids: shared.callIds,
     redaction: shared.redaction,
     workspace: id,
     texts,
-    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id) } : {}),
+    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id), kept: (call) => keptInFile?.(call) } : {}),
   });
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
@@ -275,25 +278,35 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   };
   const processMessage: MessagePipeline = fileState
     ? (inbound) => {
+        // With a journal call (the HTTP edge's), the changes wait for its record: one transaction for both.
         const { value, error } = fileState.within(() => {
           fileState.put("workspace", "", workspaceRow);
           return pipeline(inbound);
-        });
+        }, inbound.call?.id);
         if (!error) return value;
         stepBack();
         return value instanceof Promise
-          ? value.then((answer) => unsavedAnswer(answer, error, shared.state?.file.path ?? ""))
-          : unsavedAnswer(value, error, shared.state?.file.path ?? "");
+          ? value.then((answer) => unsavedAnswer(answer, error))
+          : unsavedAnswer(value, error);
       }
     : pipeline;
   if (fileState) {
     events.on("journal:cleared", () => fileState.removeAll("call"));
-    // The call's journal record is written before its answer goes out (the edge records, then writes).
-    events.on("call:recorded", (record) => {
-      fileState.put("call", record.id, () => savedCall(record));
-      const error = fileState.flush();
-      if (error) shared.state?.failed(id, error);
-    });
+    // The call's journal record is written with its message's changes before its answer goes out (the edge
+    // records, then writes). When that fails, the message's changes are undone and the edge answers 503 instead;
+    // a failed call record of a call that changed nothing (a push, a refusal) is only reported.
+    keptInFile = (record) => {
+      const changed = fileState.holds(record.id);
+      const error = fileState.recorded(record.id, () => savedCall(record));
+      if (!error) return;
+      if (!changed) {
+        shared.state?.failed(id, error);
+        return;
+      }
+      shared.state?.failed(id, error);
+      stepBack();
+      throw error;
+    };
   }
   /** Runs an admin change in one transaction; a failed write takes the workspace back and throws. */
   const written = <T>(change: () => T): T => {
