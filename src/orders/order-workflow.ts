@@ -1,5 +1,5 @@
 import type { Resource, Task } from "fhir/r4.js";
-import { allocate, receiveAllocation } from "./allocate.js";
+import { allocate, receiveAllocation, sendAllocation } from "./allocate.js";
 import { cancel } from "./cancel.js";
 import { confirm } from "./confirm.js";
 import { createOrder, sendFulfillmentRequest } from "./create-order.js";
@@ -40,6 +40,11 @@ export class OrderWorkflow {
     ctx.book.restore(orders, sequence);
     const now = ctx.deps.now().getTime();
     for (const order of orders) {
+      const chosen = order.pharmacies.find((p) => p.licence === order.allocatedTo);
+      // An allocation whose push had not ended when the sandbox stopped is pushed again.
+      if (resume && order.state === "allocated" && chosen && chosen.allocationDelivery === null) {
+        sendAllocation(ctx, order, chosen);
+      }
       if (order.state !== "open") continue;
       if (resume) {
         for (const request of order.pharmacies) {
