@@ -37,6 +37,7 @@ export function bannerEvent(
     validation: options.validation,
     emiratesIdCheck: options.emiratesIdCheck,
     journal: { limit: options.journalLimit, file: options.journalFile ?? null },
+    state: options.stateFile === undefined ? null : { file: options.stateFile, workspaces: sandbox.workspaces.size },
     proxy: options.proxy ?? null,
     admin: `${running.url}/__admin`,
     adminToken: options.adminToken !== undefined,

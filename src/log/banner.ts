@@ -12,6 +12,8 @@ export interface BannerEvent {
   validation: string;
   emiratesIdCheck: string;
   journal: { limit: number; file: string | null };
+  /** --state-file: where the state is kept, and the workspaces read back from it at this start; null: in memory. */
+  state: { file: string; workspaces: number } | null;
   proxy: string | null;
   admin: string;
   adminToken: boolean;
@@ -45,6 +47,12 @@ export function bannerText(e: BannerEvent, headline: string, c: Palette): string
     [
       "journal",
       `in memory, the last ${e.journal.limit} calls${e.journal.file ? `; appended to ${e.journal.file}` : ""}`,
+    ],
+    [
+      "state",
+      e.state
+        ? `kept in ${e.state.file} (${e.state.workspaces} workspace(s) read back)`
+        : "in memory only (lost when the sandbox stops; --state-file keeps it)",
     ],
     ["proxy", e.proxy ?? "off"],
     ["admin API", `${e.admin} (token ${e.adminToken ? "on" : "off"})`],

@@ -52,9 +52,24 @@ export interface StateFileSettings {
   now?(): Date;
 }
 
-/** node:sqlite, taken when a state file is asked for: a sandbox in memory never loads it. */
+/**
+ * node:sqlite, taken when a state file is asked for: a sandbox in memory never loads it. Node 22 warns on stderr that
+ * it is experimental at its first load; the sandbox chose it knowingly (it is stable in Node 24), so that one
+ * warning is not passed on: a start's output stays the banner.
+ */
 function sqlite(): typeof import("node:sqlite") {
-  const module = process.getBuiltinModule?.("node:sqlite");
+  const emit = process.emitWarning;
+  process.emitWarning = ((warning: string | Error, ...rest: unknown[]) => {
+    const text = typeof warning === "string" ? warning : warning?.message;
+    if (typeof text === "string" && text.startsWith("SQLite is an experimental feature")) return;
+    return (emit as (...args: unknown[]) => void).call(process, warning, ...rest);
+  }) as typeof process.emitWarning;
+  let module: typeof import("node:sqlite") | undefined;
+  try {
+    module = process.getBuiltinModule?.("node:sqlite");
+  } finally {
+    process.emitWarning = emit;
+  }
   if (!module) {
     throw new StateFileProblem(
       `--state-file needs node:sqlite, which Node ${process.versions.node} does not have: run the sandbox on Node 22.13+ or 24.`,

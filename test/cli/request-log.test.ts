@@ -79,6 +79,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
       validation: "warn",
       emiratesIdCheck: "error",
       journal: { limit: 10000, file: journal },
+      state: null,
       proxy: "http://127.0.0.1:9",
       admin: `${url}/__admin`,
       adminToken: true,
@@ -96,7 +97,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
     const dir = scenarios();
     const { journal, args } = bannerArgs(dir);
     const { url, child } = await startCli([...args, "--log-format", "pretty"]);
-    const banner = child.stdout.split("\n").slice(0, 15);
+    const banner = child.stdout.split("\n").slice(0, 16);
     expect(banner).toEqual([
       expect.stringMatching(new RegExp(`^uae-fhir-sandbox \\S+ listening on ${url}$`)),
       `  messages   POST ${url}/sandbox/uae-fhir/r4/$process-message (17 operations)`,
@@ -105,6 +106,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
       `  scenarios  ${dir}: 2 file(s), 3 rule(s), reloaded when they change`,
       "  validation warn (Emirates IDs: error)",
       `  journal    in memory, the last 10000 calls; appended to ${journal}`,
+      "  state      in memory only (lost when the sandbox stops; --state-file keeps it)",
       "  proxy      http://127.0.0.1:9",
       `  admin API  ${url}/__admin (token on)`,
       "  auth       OAuth2: tokens from POST https://sandbox.example.ae/oauth2/token (clients: docs/clients.example.yaml)",

@@ -234,7 +234,7 @@ describe("refused calls of anonymous callers: in a bounded log of their own, nev
 
 describe("GET /__admin/health: a workspace's figures only to whoever may read that workspace", () => {
   /** The figures of one workspace (CONTRACT §9's health and the workspace's part), written out here. */
-  const WORKSPACE_FIGURES = ["calls", "journal", "store", "workspace", "journalFile", "refused"];
+  const WORKSPACE_FIGURES = ["calls", "journal", "store", "workspace", "journalFile", "stateFile", "refused"];
 
   const hidden = (body: Record<string, unknown>) => WORKSPACE_FIGURES.filter((key) => key in body);
 

@@ -29,6 +29,7 @@ const TITLES: Record<string, string> = {
   pushes: "Push queue",
   server: "Server limits",
   journalFile: "Journal file",
+  stateFile: "State file",
 };
 
 /**
