@@ -52,6 +52,11 @@ export interface CallDraft {
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
   trace?: RuleTrace;
   /**
+   * The call had a trace, which the state file does not keep (it holds compiled rules): read back after a restart,
+   * explain says so instead of explaining it as a call that met no rule. Never shown.
+   */
+  traceNotKept?: true;
+  /**
    * The answer's MessageHeader.response.code when the sandbox built the answer (null: it is no response message),
    * for the request log, which reads the body for it otherwise. Never shown: the body says it.
    */

@@ -23,6 +23,12 @@ export function explainCall(call: CallRecord, basePath: string): CallExplanation
   }
   const status = call.response?.status;
   const trace = call.trace;
+  if (!trace && call.traceNotKept) {
+    return {
+      summary: `${call.rule ? `Rule "${call.rule}" answered` : "No rule answered"}. The call was recorded before the sandbox last restarted: the state file keeps the call, not how each rule decided, so the rules it met are not listed.`,
+      answeredBy: call.rule,
+    };
+  }
   if (!trace) {
     return {
       summary: `No scenario rule was consulted: rules meet only messages that can be read and routed, and this one was answered ${status ?? "with no response"} before that (see response.body).`,

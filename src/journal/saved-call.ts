@@ -3,10 +3,17 @@ import type { CallDraft, CallRecord } from "./call-record.js";
 /** Members of a record the state file does not keep: the trace holds compiled rules; the rest it adds back. */
 const NOT_SAVED = new Set(["trace", "size", "workspace"]);
 
-/** A recorded call as the state file keeps it (JSON.stringify writes the bodies through their toJSON). */
+/**
+ * A recorded call as the state file keeps it (JSON.stringify writes the bodies through their toJSON); in the
+ * trace's place, that there was one (explain tells a call the rules met from one they never saw).
+ */
 export function savedCall(record: CallRecord): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const key in record) if (!NOT_SAVED.has(key)) out[key] = (record as unknown as Record<string, unknown>)[key];
+  for (const key in record) {
+    if (key === "trace") {
+      if (record.trace) out.traceNotKept = true;
+    } else if (!NOT_SAVED.has(key)) out[key] = (record as unknown as Record<string, unknown>)[key];
+  }
   return out;
 }
 
