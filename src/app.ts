@@ -349,6 +349,14 @@ export function createApp(
       ),
   };
   app.use("*", chooseWorkspace(workspaceChoice));
+  // Every request in a workspace is a use of it, which its idle drop counts from: a message writes its use with its
+  // changes; any other (the admin API, a dashboard, a token) here, so a restart does not drop a workspace early.
+  if (stateFile) {
+    app.use("*", async (c, next) => {
+      await next();
+      (c.var.workspace as Workspace | undefined)?.keepLastUse();
+    });
+  }
   app.use("/__admin/*", async (c, next) => {
     if (events.listenerCount("admin:answered") === 0) return next();
     const began = deps.monotonic();

@@ -138,6 +138,11 @@ export interface Workspace {
   close(): void;
   /** Closes it and forgets its state in the state file too (deleted, or dropped for idleness). */
   discard(): void;
+  /**
+   * A request that is no message used it: its last use goes to the state file (a message writes it with its changes),
+   * so that after a restart it is kept as long as it would have been without one.
+   */
+  keepLastUse(): void;
 }
 
 /**
@@ -242,7 +247,13 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     applyFixtures(list, { store, pharmacies, seed, emiratesIdSystem: options.emiratesIdSystem });
   };
   let self: Workspace | undefined;
-  const workspaceRow = () => ({ createdAt, lastUsedAt: self?.lastUsedAt ?? createdAt });
+  /** The last use the state file holds (or is about to): keepLastUse writes only a later one. */
+  let savedLastUse = 0;
+  const workspaceRow = () => {
+    const lastUsedAt = self?.lastUsedAt ?? createdAt;
+    savedLastUse = lastUsedAt.getTime();
+    return { createdAt, lastUsedAt };
+  };
   /** Back to what the state file holds: at start (`resume`: unfinished deliveries are sent again), or after a write failed. */
   const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
     restoreWorkspace(rows, { store, pharmacies, scenarios, orders, replays, journal, texts, resume, logger, id });
@@ -401,8 +412,12 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       const error = fileState.flush();
       if (error) shared.state?.failed(id, error);
     },
+    keepLastUse() {
+      if (fileState && workspace.lastUsedAt.getTime() !== savedLastUse) fileState.put("workspace", "", workspaceRow);
+    },
   };
   self = workspace;
+  savedLastUse = workspace.lastUsedAt.getTime();
   return workspace;
 }
 
