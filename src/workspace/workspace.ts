@@ -252,7 +252,8 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   const workspaceRow = () => {
     const lastUsedAt = self?.lastUsedAt ?? createdAt;
     savedLastUse = lastUsedAt.getTime();
-    return { createdAt, lastUsedAt };
+    // The journal's next page cursor: after a restart it goes on from there, even if the journal was cleared.
+    return { createdAt, lastUsedAt, journalSeq: journal.nextSeq };
   };
   /** Back to what the state file holds: at start (`resume`: unfinished deliveries are sent again), or after a write failed. */
   const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
@@ -298,10 +299,15 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       }
     : pipeline;
   if (fileState) {
-    events.on("journal:cleared", () => fileState.removeAll("call"));
+    events.on("journal:cleared", () => {
+      fileState.removeAll("call");
+      fileState.put("workspace", "", workspaceRow);
+    });
     // The call's journal record is written before its answer goes out (the edge records, then writes).
     events.on("call:recorded", (record) => {
-      fileState.put("call", record.id, () => savedCall(record));
+      // Just kept: it has the journal's last cursor.
+      const seq = journal.nextSeq - 1;
+      fileState.put("call", record.id, () => savedCall(record, seq));
       const error = fileState.flush();
       if (error) shared.state?.failed(id, error);
     });
