@@ -416,6 +416,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       if (!fileState) return;
       fileState.removeEverything();
       const error = fileState.flush();
+      fileState.end();
       if (error) shared.state?.failed(id, error);
     },
     keepLastUse() {
