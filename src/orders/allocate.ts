@@ -63,9 +63,14 @@ export function allocateTo(ctx: OrderContext, order: Order, chosen: PharmacyRequ
     });
   }
   changed(ctx, order, `allocated to ${chosen.licence}`);
+  sendAllocation(ctx, order, chosen);
+}
+
+/** Pushes the allocated pharmacy its allocation, in the background; the order records how the delivery went. */
+export function sendAllocation(ctx: OrderContext, order: Order, chosen: PharmacyRequest): void {
   inBackground(ctx, `order ${order.id}: ${chosen.licence}: order-allocation`, async () => {
     const result = await pushOrder(ctx, order, chosen, "order-allocation");
-    chosen.allocationDelivery = { ...result, deliveredAt: result.delivered ? deps.now() : null };
+    chosen.allocationDelivery = { ...result, deliveredAt: result.delivered ? ctx.deps.now() : null };
     changed(ctx, order, `${chosen.licence}: allocation ${result.delivered ? "delivered" : "delivery failed"}`);
   });
 }

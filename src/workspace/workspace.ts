@@ -59,6 +59,8 @@ export interface WorkspaceShared {
   interner: RecordInterner;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
+  /** Runs `run` once the sandbox serves (at once if it does): what a state file had due waits for it. */
+  whenResumed?(run: () => void): void;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
   seedOf?(workspace: string): string | undefined;
   /** The state file (--state-file): each workspace writes what changes and starts from what it holds. */
@@ -255,7 +257,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     // The journal's next page cursor: after a restart it goes on from there, even if the journal was cleared.
     return { createdAt, lastUsedAt, journalSeq: journal.nextSeq };
   };
-  /** Back to what the state file holds: at start (`resume`: unfinished deliveries are sent again), or after a write failed. */
+  /** Back to what the state file holds: at start (`resume`: what was due waits for resumeDue), or after a write failed. */
   const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
     restoreWorkspace(rows, { store, pharmacies, scenarios, orders, replays, journal, texts, resume, logger, id });
   const saved = fileState ? (shared.state as NonNullable<typeof shared.state>).file.rows(id) : [];
@@ -265,6 +267,9 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       if (times) createdAt = times.createdAt;
       pinRulePatients();
     });
+    // Pushes not delivered and deadlines passed while the sandbox was down: once it serves.
+    if (shared.whenResumed) shared.whenResumed(() => orders.resumeDue());
+    else orders.resumeDue();
   } else if (fileState) {
     // A new workspace: its fixtures are its first state.
     const made = fileState.within(() => {
