@@ -86,6 +86,11 @@ export interface SandboxApp {
    * --public-url fixed it) and its limits (shown by GET /__admin/health).
    */
   served(server: { url: string; limits: ServerLimits }): void;
+  /**
+   * Does what the state file's orders had due when the sandbox stopped (pushes not delivered yet, deadlines that
+   * passed meanwhile): served() does, once the sandbox listens; a sandbox used in-process, never served, calls it.
+   */
+  resume(): void;
   /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
   logger: SandboxLogger;
   /** Reads the clients file again (--auth oauth2; undefined without): SIGHUP and POST /__admin/clients/reload. */
@@ -233,6 +238,14 @@ export function createApp(
   // Ids go on from the highest either file has seen: an id names one call across restarts.
   const callIds = new CallIds(Math.max(journalFile?.nextId ?? 1, Number(stateFile?.meta(HIGHEST_CALL_ID) ?? 0) + 1));
   let publicUrl = options.publicUrl ?? "http://localhost:8080";
+  // What the state file's orders had due at the stop waits until the sandbox serves: the pushes name its URL, and a
+  // start that fails (a port in use) must have sent nothing.
+  let resumed = false;
+  const dueAtResume: Array<() => void> = [];
+  const resume = () => {
+    resumed = true;
+    for (const run of dueAtResume.splice(0)) run();
+  };
   let serverLimits: ServerLimits | null = null;
   const dispatcher = new PushDispatcher(
     {
@@ -260,6 +273,7 @@ export function createApp(
     profiles: new ProfileCache(),
     interner: new RecordInterner(),
     publicUrl: () => publicUrl,
+    whenResumed: (run: () => void) => (resumed ? run() : dueAtResume.push(run)),
     ...(auth ? { seedOf: auth.workspaceSeed } : {}),
     ...(stateFile
       ? {
@@ -350,6 +364,14 @@ export function createApp(
       ),
   };
   app.use("*", chooseWorkspace(workspaceChoice));
+  // Every request in a workspace is a use of it, which its idle drop counts from: a message writes its use with its
+  // changes; any other (the admin API, a dashboard, a token) here, so a restart does not drop a workspace early.
+  if (stateFile) {
+    app.use("*", async (c, next) => {
+      await next();
+      (c.var.workspace as Workspace | undefined)?.keepLastUse();
+    });
+  }
   app.use("/__admin/*", async (c, next) => {
     if (events.listenerCount("admin:answered") === 0) return next();
     const began = deps.monotonic();
@@ -472,7 +494,9 @@ export function createApp(
       listeningUrl = server.url;
       if (options.publicUrl === undefined) publicUrl = server.url;
       serverLimits = server.limits;
+      resume();
     },
+    resume,
     logger,
     reloadClients: () => auth?.reloadClients(),
     endStreams: () => live.close(),

@@ -102,6 +102,8 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
         throw error;
       })
     : undefined;
+  // Served, it resumed what a state file had due; in-process only, it does so now.
+  if (!running) internals.resume();
   // A test suite's sandbox is the default workspace.
   const { journal, events } = internals.workspace;
   const names = operationNames(internals.catalogue, { pushes: true });

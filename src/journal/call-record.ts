@@ -52,6 +52,11 @@ export interface CallDraft {
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
   trace?: RuleTrace;
   /**
+   * The call had a trace, which the state file does not keep (it holds compiled rules): read back after a restart,
+   * explain says so instead of explaining it as a call that met no rule. Never shown.
+   */
+  traceNotKept?: true;
+  /**
    * The answer's MessageHeader.response.code when the sandbox built the answer (null: it is no response message),
    * for the request log, which reads the body for it otherwise. Never shown: the body says it.
    */
@@ -69,6 +74,4 @@ export interface CallRecord extends Omit<CallDraft, "id" | "secretHeaders" | "ke
   workspace: string;
   /** Body bytes held for this call, for the journal's memory budget. */
   size: number;
-  /** Read back from the state file: recorded before the sandbox last started, without its trace (not shown). */
-  restored?: true;
 }

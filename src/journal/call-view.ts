@@ -32,7 +32,17 @@ function withBody<T extends { body: string }>(side: T, body: unknown): Omit<T, "
 
 /** The admin API's view of a recorded call (CONTRACT §9). */
 export function callView(call: CallRecord) {
-  const { size: _size, trace: _trace, jsonBodies: _json, responseCode: _code, at, request, response, ...rest } = call;
+  const {
+    size: _size,
+    trace: _trace,
+    traceNotKept: _notKept,
+    jsonBodies: _json,
+    responseCode: _code,
+    at,
+    request,
+    response,
+    ...rest
+  } = call;
   return {
     ...rest,
     at: at.toISOString(),
@@ -44,7 +54,17 @@ export function callView(call: CallRecord) {
 const BODY_SLOT = '"body":null}';
 
 /** Members of a record its line leaves out or puts in its own place. */
-const PLACED = new Set(["id", "size", "trace", "jsonBodies", "responseCode", "at", "request", "response"]);
+const PLACED = new Set([
+  "id",
+  "size",
+  "trace",
+  "traceNotKept",
+  "jsonBodies",
+  "responseCode",
+  "at",
+  "request",
+  "response",
+]);
 
 /**
  * `{ id, ...head, ...rest, at, request, response }` of a call, bodies null, built member by member: an object rest

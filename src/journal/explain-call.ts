@@ -23,9 +23,10 @@ export function explainCall(call: CallRecord, basePath: string): CallExplanation
   }
   const status = call.response?.status;
   const trace = call.trace;
-  if (!trace && call.restored) {
+  if (!trace && call.traceNotKept) {
     return {
-      summary: `This call was answered ${status ?? "with no response"} before the sandbox last started, and read back from its state file, which does not keep how the scenario rules decided: the rule that answered, if any, is in rule (here ${call.rule ?? "none"}).`,
+      summary: `${call.rule ? `Rule "${call.rule}" answered` : "No rule answered"}. The call was recorded before the sandbox last restarted: the state file keeps the call, not how each rule decided, so the rules it met are not listed.`,
+      answeredBy: call.rule,
     };
   }
   if (!trace) {

@@ -124,24 +124,32 @@ export class Journal {
 
   /**
    * Calls a state file kept (as `draft`s with their ids, redacted already), oldest first, instead of those held;
-   * not announced: they are no news.
+   * not announced: they are no news. Each keeps its page cursor (`seq`, when the file has it), and numbering goes
+   * on from `nextSeq` (or after the last), so that a cursor a client took before a restart goes on after it.
    */
-  restore(drafts: Iterable<CallDraft & { id: string }>): void {
+  restore(calls: Iterable<{ draft: CallDraft & { id: string }; seq: number | undefined }>, nextSeq = 1): void {
     this.#calls.length = 0;
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
-    for (const draft of drafts) {
+    this.#nextSeq = 1;
+    for (const { draft, seq } of calls) {
       const record = keptCall(draft, { id: draft.id, workspace: this.#workspace }, this.#texts, this.#redaction);
-      // Not enumerable: no view shows it, and nothing writes it back.
-      Object.defineProperty(record, "restored", { value: true });
-      this.#keep(record);
+      // Cursors only grow (pages search them): a file's own order is theirs.
+      this.#keep(record, Math.max(seq ?? 0, this.#nextSeq));
     }
+    this.#nextSeq = Math.max(this.#nextSeq, nextSeq);
   }
 
-  #keep(record: CallRecord): void {
+  /** The page cursor the next call recorded gets: the call recorded last has the one before. */
+  get nextSeq(): number {
+    return this.#nextSeq;
+  }
+
+  #keep(record: CallRecord, seq = this.#nextSeq): void {
     this.#calls.push(record);
-    this.#seqs.push(this.#nextSeq++);
+    this.#seqs.push(seq);
+    this.#nextSeq = seq + 1;
     this.#bytes += record.size;
     while (this.#live() > this.limits.maxCalls || (this.#bytes > this.limits.maxBytes && this.#live() > 1)) {
       const dropped = this.#calls[this.#start];

@@ -66,7 +66,7 @@ export function allocateTo(ctx: OrderContext, order: Order, chosen: PharmacyRequ
   sendAllocation(ctx, order, chosen);
 }
 
-/** Pushes the allocated pharmacy its allocation, in the background; the delivery is recorded with the answer. */
+/** Pushes the allocated pharmacy its allocation, in the background; the order records how the delivery went. */
 export function sendAllocation(ctx: OrderContext, order: Order, chosen: PharmacyRequest): void {
   inBackground(ctx, `order ${order.id}: ${chosen.licence}: order-allocation`, async () => {
     const result = await pushOrder(ctx, order, chosen, "order-allocation");

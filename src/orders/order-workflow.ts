@@ -25,39 +25,58 @@ import {
  */
 export class OrderWorkflow {
   readonly #ctx: OrderContext;
+  /** Orders read back at a start, whose due work (resumeDue) waits for the sandbox to serve. */
+  #due: Order[] = [];
 
   constructor(deps: WorkflowDeps) {
     this.#ctx = { deps, book: new OrderBook(deps.maxOrders, deps.sink) };
   }
 
   /**
-   * The orders a state file kept, instead of those held, with their deadline timers: a deadline that passed
-   * meanwhile fires now. `resume` (a start, not a step back after a failed write): a fulfillment request whose
-   * delivery had not ended when the sandbox stopped is pushed again.
+   * The orders a state file kept, instead of those held, with their deadline timers. After a failed write (a step
+   * back) a deadline that passed meanwhile fires now. At a start (`resume`), what was due when the sandbox stopped
+   * waits for resumeDue: a deadline that passed, a fulfillment request or an allocation whose delivery had not ended.
    */
   restore(orders: readonly Order[], sequence: number, resume: boolean): void {
     const ctx = this.#ctx;
     ctx.book.restore(orders, sequence);
+    this.#due = resume ? [...orders] : [];
     const now = ctx.deps.now().getTime();
     for (const order of orders) {
-      const chosen = order.pharmacies.find((p) => p.licence === order.allocatedTo);
-      // An allocation whose push had not ended when the sandbox stopped is pushed again.
-      if (resume && order.state === "allocated" && chosen && chosen.allocationDelivery === null) {
-        sendAllocation(ctx, order, chosen);
+      // Only an order still waiting for its deadline (under manual allocation one past it waits for the admin).
+      if (order.state !== "open" || order.history.some((h) => h.event.startsWith("deadline passed"))) continue;
+      const wait = order.deadline.getTime() - now;
+      if (resume && wait <= 0) continue;
+      ctx.book.setTimer(
+        order.id,
+        Math.max(0, wait),
+        guarded(ctx, `order ${order.id}: the confirmation deadline`, () => deadlinePassed(ctx, order)),
+      );
+    }
+  }
+
+  /**
+   * What the restored orders had due when the sandbox stopped, done once it serves (their pushes name its URL):
+   * a deadline that passed meanwhile fires, a fulfillment request or an allocation not delivered yet is sent again.
+   */
+  resumeDue(): void {
+    const ctx = this.#ctx;
+    const due = this.#due;
+    this.#due = [];
+    for (const order of due) {
+      // Cleared meanwhile (a reset): nothing of it is due any more.
+      if (ctx.book.get(order.id) !== order) continue;
+      if (order.state === "allocated") {
+        const chosen = order.pharmacies.find((p) => p.licence === order.allocatedTo);
+        if (chosen?.state === "allocated" && chosen.allocationDelivery === null) sendAllocation(ctx, order, chosen);
       }
       if (order.state !== "open") continue;
-      if (resume) {
-        for (const request of order.pharmacies) {
-          if (request.state === "sent" && request.delivery.attempts === 0) sendFulfillmentRequest(ctx, order, request);
-        }
+      for (const request of order.pharmacies) {
+        if (request.state === "sent" && request.delivery.attempts === 0) sendFulfillmentRequest(ctx, order, request);
       }
-      // Only an order still waiting for its deadline (under manual allocation one past it waits for the admin).
-      if (!order.history.some((h) => h.event.startsWith("deadline passed"))) {
-        ctx.book.setTimer(
-          order.id,
-          Math.max(0, order.deadline.getTime() - now),
-          guarded(ctx, `order ${order.id}: the confirmation deadline`, () => deadlinePassed(ctx, order)),
-        );
+      const passed = order.deadline.getTime() <= ctx.deps.now().getTime();
+      if (passed && !order.history.some((h) => h.event.startsWith("deadline passed"))) {
+        guarded(ctx, `order ${order.id}: the confirmation deadline`, () => deadlinePassed(ctx, order))();
       }
     }
   }

@@ -34,6 +34,7 @@ export class WorkspaceState implements StateSink {
   readonly #parked = new Map<string, Pending>();
   #inUnit = false;
   #muted = 0;
+  #ended = false;
 
   constructor(
     private readonly file: StateFile,
@@ -42,17 +43,17 @@ export class WorkspaceState implements StateSink {
   ) {}
 
   put(kind: StateKind, key: string, value: () => unknown): void {
-    if (this.#muted > 0) return;
+    if (this.#muted > 0 || this.#ended) return;
     this.#open().rows.set(`${kind}\0${key}`, { kind, key, value });
   }
 
   remove(kind: StateKind, key: string): void {
-    if (this.#muted > 0) return;
+    if (this.#muted > 0 || this.#ended) return;
     this.#open().rows.set(`${kind}\0${key}`, { kind, key, value: undefined });
   }
 
   removeAll(kind: StateKind): void {
-    if (this.#muted > 0) return;
+    if (this.#muted > 0 || this.#ended) return;
     const pending = this.#open();
     pending.clearKinds.add(kind);
     for (const [id, row] of pending.rows) if (row.kind === kind) pending.rows.delete(id);
@@ -60,11 +61,21 @@ export class WorkspaceState implements StateSink {
 
   /** Everything of the workspace goes from the file (a reset: what follows is its new state). */
   removeEverything(): void {
-    if (this.#muted > 0) return;
+    if (this.#muted > 0 || this.#ended) return;
     const pending = this.#open();
     pending.clear = true;
     pending.clearKinds.clear();
     pending.rows.clear();
+  }
+
+  /**
+   * The workspace is gone (deleted, dropped for idleness) and its rows with it: what its parts still do after (a
+   * push that ends, and its journal record) is written nowhere, or a restart would bring a part of it back.
+   */
+  end(): void {
+    this.#ended = true;
+    this.#pending = undefined;
+    this.#parked.clear();
   }
 
   /** Runs `fn` without writing what it changes: the state is being read back from the file. */
@@ -111,6 +122,7 @@ export class WorkspaceState implements StateSink {
    * is pending now (the calls the journal dropped to make room), in one transaction.
    */
   recorded(call: string, record: () => unknown): StateWriteError | undefined {
+    if (this.#ended) return undefined;
     const units: Pending[] = [];
     const parked = this.#parked.get(call);
     if (parked) {
@@ -133,6 +145,7 @@ export class WorkspaceState implements StateSink {
   }
 
   #commit(units: readonly Pending[]): StateWriteError | undefined {
+    if (this.#ended) return undefined;
     try {
       this.file.commit(this.workspace, units.map(serialized), this.hooks.meta());
       return undefined;

@@ -94,7 +94,12 @@ export function restoreWorkspace(rows: readonly StateRow[], to: RestoreTargets):
       return [key, answer];
     }),
   );
-  if (to.resume) to.journal.restore(of("call").map(({ value }) => savedCallDraft(value)));
-  const own = of("workspace")[0]?.value as { createdAt?: string } | undefined;
+  const own = of("workspace")[0]?.value as { createdAt?: string; journalSeq?: number } | undefined;
+  if (to.resume) {
+    to.journal.restore(
+      of("call").map(({ value }) => savedCallDraft(value)),
+      typeof own?.journalSeq === "number" ? own.journalSeq : 1,
+    );
+  }
   return own?.createdAt ? { createdAt: new Date(own.createdAt) } : undefined;
 }

@@ -60,6 +60,8 @@ export interface WorkspaceShared {
   interner: RecordInterner;
   /** The sandbox's URL as pharmacies see it (--public-url, or where it listens). */
   publicUrl(): string;
+  /** Runs `run` once the sandbox serves (at once if it does): what a state file had due waits for it. */
+  whenResumed?(run: () => void): void;
   /** A workspace's own seed (the clients file), if it has one; else --seed. */
   seedOf?(workspace: string): string | undefined;
   /** The state file (--state-file): each workspace writes what changes and starts from what it holds. */
@@ -139,6 +141,11 @@ export interface Workspace {
   close(): void;
   /** Closes it and forgets its state in the state file too (deleted, or dropped for idleness). */
   discard(): void;
+  /**
+   * A request that is no message used it: its last use goes to the state file (a message writes it with its changes),
+   * so that after a restart it is kept as long as it would have been without one.
+   */
+  keepLastUse(): void;
 }
 
 /**
@@ -245,8 +252,15 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     applyFixtures(list, { store, pharmacies, seed, emiratesIdSystem: options.emiratesIdSystem });
   };
   let self: Workspace | undefined;
-  const workspaceRow = () => ({ createdAt, lastUsedAt: self?.lastUsedAt ?? createdAt });
-  /** Back to what the state file holds: at start (`resume`: unfinished deliveries are sent again), or after a write failed. */
+  /** The last use the state file holds (or is about to): keepLastUse writes only a later one. */
+  let savedLastUse = 0;
+  const workspaceRow = () => {
+    const lastUsedAt = self?.lastUsedAt ?? createdAt;
+    savedLastUse = lastUsedAt.getTime();
+    // The journal's next page cursor: after a restart it goes on from there, even if the journal was cleared.
+    return { createdAt, lastUsedAt, journalSeq: journal.nextSeq };
+  };
+  /** Back to what the state file holds: at start (`resume`: what was due waits for resumeDue), or after a write failed. */
   const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
     restoreWorkspace(rows, { store, pharmacies, scenarios, orders, replays, journal, texts, resume, logger, id });
   const saved = fileState ? (shared.state as NonNullable<typeof shared.state>).file.rows(id) : [];
@@ -256,6 +270,9 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       if (times) createdAt = times.createdAt;
       pinRulePatients();
     });
+    // Pushes not delivered and deadlines passed while the sandbox was down: once it serves.
+    if (shared.whenResumed) shared.whenResumed(() => orders.resumeDue());
+    else orders.resumeDue();
   } else if (fileState) {
     // A new workspace: its fixtures are its first state.
     const made = fileState.within(() => {
@@ -291,19 +308,21 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       }
     : pipeline;
   if (fileState) {
-    events.on("journal:cleared", () => fileState.removeAll("call"));
+    events.on("journal:cleared", () => {
+      fileState.removeAll("call");
+      fileState.put("workspace", "", workspaceRow);
+    });
     // The call's journal record is written with its message's changes before its answer goes out (the edge
     // records, then writes). When that fails, the message's changes are undone and the edge answers 503 instead;
     // a failed call record of a call that changed nothing (a push, a refusal) is only reported.
     keptInFile = (record) => {
+      // Just kept: it has the journal's last cursor.
+      const seq = journal.nextSeq - 1;
       const changed = fileState.holds(record.id);
-      const error = fileState.recorded(record.id, () => savedCall(record));
+      const error = fileState.recorded(record.id, () => savedCall(record, seq));
       if (!error) return;
-      if (!changed) {
-        shared.state?.failed(id, error);
-        return;
-      }
       shared.state?.failed(id, error);
+      if (!changed) return;
       stepBack();
       throw error;
     };
@@ -412,10 +431,15 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       if (!fileState) return;
       fileState.removeEverything();
       const error = fileState.flush();
+      fileState.end();
       if (error) shared.state?.failed(id, error);
+    },
+    keepLastUse() {
+      if (fileState && workspace.lastUsedAt.getTime() !== savedLastUse) fileState.put("workspace", "", workspaceRow);
     },
   };
   self = workspace;
+  savedLastUse = workspace.lastUsedAt.getTime();
   return workspace;
 }
 
