@@ -128,7 +128,7 @@ describe("a sandbox on a state file starts where the last one stopped", () => {
     const second = start();
     const explained = await admin(second.app, "GET", `/calls/${call.id}`);
     expect(explained.status).toBe(200);
-    expect(explained.body.explanation.summary).toMatch(/before the sandbox last started.*state file/);
+    expect(explained.body.explanation.summary).toMatch(/before the sandbox last restarted.*state file/);
   });
 
   it("forgets in the file what a reset or a journal clear forgets", async () => {
