@@ -32,6 +32,8 @@ export class WorkspaceState implements StateSink {
   readonly active = true;
   #pending: Pending | undefined;
   readonly #parked = new Map<string, Pending>();
+  /** Messages whose changes a step back to the file undid before their calls were recorded: why, by call. */
+  readonly #lost = new Map<string, StateWriteError>();
   #inUnit = false;
   #muted = 0;
   #ended = false;
@@ -76,6 +78,7 @@ export class WorkspaceState implements StateSink {
     this.#ended = true;
     this.#pending = undefined;
     this.#parked.clear();
+    this.#lost.clear();
   }
 
   /** Runs `fn` without writing what it changes: the state is being read back from the file. */
@@ -112,9 +115,28 @@ export class WorkspaceState implements StateSink {
     return { value, error: undefined };
   }
 
-  /** Whether a message's changes wait for this call's record. */
+  /** Whether a message's changes wait for this call's record (or were undone while they waited). */
   holds(call: string): boolean {
-    return this.#parked.has(call);
+    return this.#parked.has(call) || this.#lost.has(call);
+  }
+
+  /**
+   * A write failed and the workspace goes back to what the file holds: the changes of messages still waiting for
+   * their calls' records go too, so those messages are not saved either (`recorded` says so), and nothing pending is
+   * written.
+   */
+  abandon(cause: StateWriteError): void {
+    for (const call of this.#parked.keys()) {
+      this.#lost.set(
+        call,
+        new StateWriteError(
+          `an earlier write failed while this message waited for its answer, and took its changes: ${cause.message}`,
+          cause.path,
+        ),
+      );
+    }
+    this.#parked.clear();
+    this.#pending = undefined;
   }
 
   /**
@@ -123,6 +145,11 @@ export class WorkspaceState implements StateSink {
    */
   recorded(call: string, record: () => unknown): StateWriteError | undefined {
     if (this.#ended) return undefined;
+    const lost = this.#lost.get(call);
+    if (lost) {
+      this.#lost.delete(call);
+      return lost;
+    }
     const units: Pending[] = [];
     const parked = this.#parked.get(call);
     if (parked) {

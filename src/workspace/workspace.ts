@@ -286,7 +286,8 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   pushes.start(scenarios.scenarios);
 
   /** A write failed: the workspace goes back to what the file holds (its journal stays: it tells what happened). */
-  const stepBack = () => {
+  const stepBack = (cause: StateWriteError) => {
+    (fileState as WorkspaceState).abandon(cause);
     const rows = (shared.state as NonNullable<typeof shared.state>).file.rows(id);
     (fileState as WorkspaceState).muted(() => {
       restore(rows, false);
@@ -296,12 +297,15 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   const processMessage: MessagePipeline = fileState
     ? (inbound) => {
         // With a journal call (the HTTP edge's), the changes wait for its record: one transaction for both.
+        // A caller without a usable token is refused unread (its call is kept in no workspace's journal): nothing
+        // waits for a record that never comes.
+        const call = inbound.access && !inbound.access.ok ? undefined : inbound.call?.id;
         const { value, error } = fileState.within(() => {
           fileState.put("workspace", "", workspaceRow);
           return pipeline(inbound);
-        }, inbound.call?.id);
+        }, call);
         if (!error) return value;
-        stepBack();
+        stepBack(error);
         return value instanceof Promise
           ? value.then((answer) => unsavedAnswer(answer, error))
           : unsavedAnswer(value, error);
@@ -323,7 +327,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       if (!error) return;
       shared.state?.failed(id, error);
       if (!changed) return;
-      stepBack();
+      stepBack(error);
       throw error;
     };
   }
@@ -332,7 +336,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     if (!fileState) return change();
     const { value, error } = fileState.within(change);
     if (!error) return value;
-    stepBack();
+    stepBack(error);
     throw error;
   };
 
