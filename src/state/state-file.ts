@@ -169,7 +169,9 @@ export class StateFile {
         if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
         throw error;
       }
+      // Written again: the failure is over (health shows the current one, not history).
       this.#lastError = null;
+      this.#lastErrorAt = null;
     } catch (error) {
       this.#seq = seq;
       this.#lastError = messageOf(error);
