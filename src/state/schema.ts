@@ -58,7 +58,9 @@ export function migrate(db: DatabaseSync, migrations: readonly Migration[] = MIG
     db.exec(`PRAGMA user_version = ${Math.trunc(last)}`);
     db.exec("COMMIT");
   } catch (error) {
-    db.exec("ROLLBACK");
+    // SQLite ends the transaction itself on some errors (a full disk): a ROLLBACK then would fail, and its error
+    // ("no transaction is active") would hide the one that says what went wrong.
+    if (db.isTransaction) db.exec("ROLLBACK");
     throw error;
   }
   return found;
