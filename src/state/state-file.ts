@@ -1,4 +1,4 @@
-import { existsSync, statSync, unlinkSync } from "node:fs";
+import { existsSync, type Stats, statSync, unlinkSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 
@@ -105,7 +105,14 @@ export class StateFile {
   static open(path: string, settings: StateFileSettings): StateFile {
     const { DatabaseSync } = sqlite();
     let db: DatabaseSync | undefined;
-    if (settings.mustExist && !existsSync(path)) throw new StateFileProblem(`state file ${path} does not exist`);
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (settings.mustExist && !found) throw new StateFileProblem(`state file ${path} does not exist`);
+    // SQLite would open a device (/dev/full, /dev/null) as a database, and put its journal beside it (in /dev).
+    if (found && !found.isFile()) {
+      throw new StateFileProblem(
+        `state file ${path} is not a regular file (${fileKind(found)}): give the path of a file (or of a new one) in a directory the sandbox can write to`,
+      );
+    }
     try {
       db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
       // A file that is not a database fails here, at its first read.
@@ -267,6 +274,14 @@ function problem(path: string, error: unknown): StateFileProblem {
   return new StateFileProblem(
     `state file ${path} cannot be used: ${messageOf(error)}. It must be a state file this sandbox wrote (or a new path), in a directory the sandbox can write to.`,
   );
+}
+
+function fileKind(stat: Stats): string {
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
+  if (stat.isFIFO()) return "a named pipe";
+  if (stat.isSocket()) return "a socket";
+  return "not a file";
 }
 
 function messageOf(error: unknown): string {
