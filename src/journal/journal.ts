@@ -55,6 +55,11 @@ export interface JournalSettings {
   texts?: PackedTexts;
   /** Hears each call the limits made it drop (the state file forgets it too). */
   dropped?(call: CallRecord): void;
+  /**
+   * Writes a call to the state file before it is kept and announced; false: it could not be, and the call is
+   * neither (its caller answers otherwise, and records that answer).
+   */
+  save?(call: CallRecord): boolean;
 }
 
 /**
@@ -75,6 +80,7 @@ export class Journal {
   readonly #texts: PackedTexts;
   readonly #redaction: Redaction;
   readonly #dropped: ((call: CallRecord) => void) | undefined;
+  readonly #save: ((call: CallRecord) => boolean) | undefined;
 
   constructor(
     readonly limits: JournalLimits,
@@ -92,6 +98,7 @@ export class Journal {
     this.#texts = texts;
     this.#redaction = redaction;
     this.#dropped = settings.dropped;
+    this.#save = settings.save;
     events.on("call:completed", (draft) => this.#record(draft));
   }
 
@@ -100,6 +107,7 @@ export class Journal {
     // Bodies are packed with other calls' bodies (PackedTexts): about a fifth of the memory of keeping them as strings.
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
+    if (this.#save && !this.#save(record)) return;
     this.#keep(record);
     this.events.emit("call:recorded", record);
   }

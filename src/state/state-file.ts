@@ -5,8 +5,15 @@ import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 /** The file cannot be used as the sandbox's state: the start stops (exit 2) with this message. */
 export class StateFileProblem extends Error {}
 
-/** A change could not be written: nothing of it is in the file. */
-export class StateWriteError extends Error {}
+/** A change could not be written: nothing of it is in the file (`path`). */
+export class StateWriteError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(message);
+  }
+}
 
 /** One kept thing, as the file holds it: its kind, its key within the kind, its JSON. */
 export interface StateRow {
@@ -21,6 +28,11 @@ export interface StateChange {
   clearKinds: ReadonlySet<string>;
   /** Rows by `kind\0key`: a JSON text to put, or undefined to delete. */
   rows: ReadonlyMap<string, { kind: string; key: string; value: string | undefined }>;
+  /**
+   * Written, it shows that the failure health reports is over (default). Not a write of journal records alone: that
+   * of a message answered 503 fits where its changes did not.
+   */
+  endsFailure?: boolean;
 }
 
 /** The state file as GET /__admin/health shows it. */
@@ -158,7 +170,7 @@ export class StateFile {
    * (StateWriteError), none of it.
    */
   commit(workspace: string, change: StateChange, meta?: Record<string, string>): void {
-    if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping");
+    if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping", this.path);
     const seq = this.#seq;
     try {
       this.#checkStillThere();
@@ -177,13 +189,15 @@ export class StateFile {
         throw error;
       }
       // Written again: the failure is over (health shows the current one, not history).
-      this.#lastError = null;
-      this.#lastErrorAt = null;
+      if (change.endsFailure !== false) {
+        this.#lastError = null;
+        this.#lastErrorAt = null;
+      }
     } catch (error) {
       this.#seq = seq;
       this.#lastError = messageOf(error);
       this.#lastErrorAt = this.settings.now?.() ?? new Date();
-      throw new StateWriteError(this.#lastError);
+      throw new StateWriteError(this.#lastError, this.path);
     }
   }
 

@@ -17,17 +17,19 @@ export interface WorkspaceStateHooks {
 
 /**
  * One workspace's side of the state file: what its parts changed, gathered and written in one transaction. A
- * message's changes are written when its processing ends (`within`), before its answer goes out; a change made
- * outside a message (a timer, a push's answer) is written at the end of the task that made it.
+ * message's changes are written with its journal call (`deferred`, then `flush` when the call is recorded), before
+ * its answer goes out; an admin change when it ends (`within`); a change made outside both (a timer, a push's
+ * answer) at the end of the task that made it.
  *
  * @example
- *   const { value: answer, error } = state.within(() => pipeline(inbound)); // error: nothing of it was written
+ *   const { value, error } = state.within(() => scenarios.add(text)); // error: nothing of it was written
  */
 export class WorkspaceState implements StateSink {
   readonly active = true;
   #pending: Pending | undefined;
   #inUnit = false;
   #muted = 0;
+  #dropped = 0;
 
   constructor(
     private readonly file: StateFile,
@@ -87,6 +89,28 @@ export class WorkspaceState implements StateSink {
     return { value, error: outer ? undefined : this.flush() };
   }
 
+  /**
+   * Runs `fn` (a message's processing) and leaves what it changed pending, to be written with the message's journal
+   * call (`flush` when the call is recorded): the message and its call go in one transaction.
+   */
+  deferred<T>(fn: () => T): T {
+    const outer = this.#inUnit;
+    this.#inUnit = true;
+    try {
+      return fn();
+    } finally {
+      this.#inUnit = outer;
+    }
+  }
+
+  /**
+   * How many times pending changes were dropped because they could not be written. A deferred change made while it
+   * was lower is gone (with the workspace's step back to the file): its message must not be answered as saved.
+   */
+  get drops(): number {
+    return this.#dropped;
+  }
+
   /** Writes what is pending now; the error when it could not be (the change is dropped: memory goes back to the file). */
   flush(): StateWriteError | undefined {
     const pending = this.#pending;
@@ -96,7 +120,8 @@ export class WorkspaceState implements StateSink {
       this.file.commit(this.workspace, serialized(pending), this.hooks.meta());
       return undefined;
     } catch (error) {
-      return error instanceof StateWriteError ? error : new StateWriteError(String(error));
+      this.#dropped++;
+      return error instanceof StateWriteError ? error : new StateWriteError(String(error), this.file.path);
     }
   }
 
@@ -118,12 +143,14 @@ export class WorkspaceState implements StateSink {
 
 function serialized(pending: Pending): StateChange {
   const rows = new Map<string, { kind: string; key: string; value: string | undefined }>();
+  let recordsOnly = !pending.clear && pending.clearKinds.size === 0;
   for (const [id, row] of pending.rows) {
+    if (row.kind !== "call") recordsOnly = false;
     rows.set(id, {
       kind: row.kind,
       key: row.key,
       value: row.value === undefined ? undefined : JSON.stringify(row.value()),
     });
   }
-  return { clear: pending.clear, clearKinds: pending.clearKinds, rows };
+  return { clear: pending.clear, clearKinds: pending.clearKinds, rows, endsFailure: !recordsOnly };
 }

@@ -7,6 +7,7 @@ import { builtInHandlers } from "../handlers/built-in.js";
 import { drugOrderHandlers } from "../handlers/drug-orders.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import type { CallIds } from "../journal/call-ids.js";
+import type { CallDraft, CallRecord } from "../journal/call-record.js";
 import { Journal } from "../journal/journal.js";
 import type { Redaction } from "../journal/redact.js";
 import { savedCall } from "../journal/saved-call.js";
@@ -22,7 +23,7 @@ import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
 import type { LoadedScenario } from "../scenarios/load.js";
 import type { ScenarioFolder } from "../scenarios/scenario-folder.js";
 import { type AddResult, Scenarios } from "../scenarios/scenarios.js";
-import type { StateFile, StateWriteError } from "../state/state-file.js";
+import { type StateFile, StateWriteError } from "../state/state-file.js";
 import { NO_STATE } from "../state/state-sink.js";
 import { WorkspaceState } from "../state/workspace-state.js";
 import type { ProfileCache } from "../store/profile-cache.js";
@@ -116,8 +117,17 @@ export interface Workspace {
   readonly pharmacies: PharmacyRegistry;
   readonly scenarios: Scenarios;
   readonly orders: OrderWorkflow;
-  /** Its message pipeline: the built-in behaviour bound to its state. */
+  /**
+   * Its message pipeline: the built-in behaviour bound to its state. With a state file, what a message (with its
+   * journal call) changed is written when its call is recorded (`record`).
+   */
   readonly processMessage: MessagePipeline;
+  /**
+   * Records a call in its journal (`call:completed`). With a state file, a message's changes are written with its
+   * call, in one transaction: the error when that failed (nothing of the message was kept, the workspace went back to
+   * the file, the call was not recorded); the caller answers 503 instead (unsavedIssue) and records that answer.
+   */
+  record(draft: CallDraft): StateWriteError | undefined;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
   /**
@@ -172,7 +182,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     redaction: shared.redaction,
     workspace: id,
     texts,
-    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id) } : {}),
+    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id), save: (call) => saveCall(call) } : {}),
   });
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
@@ -273,28 +283,60 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       pinRulePatients();
     });
   };
+  /**
+   * The messages processed whose call is not recorded yet, by call id: how many times pending changes had been
+   * dropped when each began (a drop since took its changes too).
+   */
+  const unrecorded = new Map<string, number>();
+  /** Why the call being recorded was not: its message's changes could not be written. */
+  let unsaved: StateWriteError | undefined;
   const processMessage: MessagePipeline = fileState
     ? (inbound) => {
-        const { value, error } = fileState.within(() => {
+        const unit = () => {
           fileState.put("workspace", "", workspaceRow);
           return pipeline(inbound);
-        });
+        };
+        // Through the edge: written with the call's journal record (saveCall), one transaction before the answer.
+        if (inbound.call) {
+          unrecorded.set(inbound.call.id, fileState.drops);
+          return fileState.deferred(unit);
+        }
+        const { value, error } = fileState.within(unit);
         if (!error) return value;
         stepBack();
         return value instanceof Promise
-          ? value.then((answer) => unsavedAnswer(answer, error, shared.state?.file.path ?? ""))
-          : unsavedAnswer(value, error, shared.state?.file.path ?? "");
+          ? value.then((answer) => unsavedAnswer(answer, error))
+          : unsavedAnswer(value, error);
       }
     : pipeline;
-  if (fileState) {
-    events.on("journal:cleared", () => fileState.removeAll("call"));
-    // The call's journal record is written before its answer goes out (the edge records, then writes).
-    events.on("call:recorded", (record) => {
-      fileState.put("call", record.id, () => savedCall(record));
-      const error = fileState.flush();
-      if (error) shared.state?.failed(id, error);
-    });
-  }
+  /**
+   * Writes a call's journal record with whatever is pending — its message's changes — in one transaction. False for
+   * a message whose changes are not in the file (this write, or one since it began, failed): it is answered 503.
+   */
+  const saveCall = (call: CallRecord): boolean => {
+    const state = fileState as WorkspaceState;
+    const began = unrecorded.get(call.id);
+    unrecorded.delete(call.id);
+    if (began !== undefined && began !== state.drops) {
+      unsaved = new StateWriteError(
+        "another change failed to be written while this message was under way, and the workspace went back to the file",
+        (shared.state as NonNullable<typeof shared.state>).file.path,
+      );
+      return false;
+    }
+    state.put("call", call.id, () => savedCall(call));
+    const error = state.flush();
+    if (!error) return true;
+    if (began === undefined) {
+      // Not a message's (a push's record, a refused body): it stays in memory, and health says the file fails.
+      shared.state?.failed(id, error);
+      return true;
+    }
+    stepBack();
+    unsaved = error;
+    return false;
+  };
+  if (fileState) events.on("journal:cleared", () => fileState.removeAll("call"));
   /** Runs an admin change in one transaction; a failed write takes the workspace back and throws. */
   const written = <T>(change: () => T): T => {
     if (!fileState) return change();
@@ -343,6 +385,13 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     scenarios,
     orders,
     processMessage,
+    record(draft) {
+      unsaved = undefined;
+      events.emit("call:completed", draft);
+      const error = unsaved;
+      unsaved = undefined;
+      return error;
+    },
     applyFixtures: fixtures,
     addScenario(text) {
       return written(() => {
@@ -392,6 +441,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     memoryEstimate: () => workspaceBytes(counts()),
     close() {
       pushes.stop();
+      unrecorded.clear();
       fileState?.muted(() => orders.clear());
     },
     discard() {
