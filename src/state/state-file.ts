@@ -127,17 +127,21 @@ export class StateFile {
     }
     try {
       db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
-      // A file that is not a database fails here, at its first read.
+      // Whose file it is, read before anything is written: a file that is not the sandbox's is left as it was (WAL
+      // mode alone would rewrite another application's header). A file that is not a database fails here, at its
+      // first read.
+      const version = userVersion(db);
+      if (version === 0 && tableNames(db).size > 0) {
+        throw new Error("it is a database of something else (it has tables, and no sandbox schema version)");
+      }
+      if (version > SCHEMA_VERSION) throw new NewerSchema(version);
+      if (version > 0) checkTables(db);
       const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
       if (mode.journal_mode.toLowerCase() !== "wal")
         throw new Error(`it cannot use a write-ahead log (${mode.journal_mode})`);
       db.exec("PRAGMA synchronous = NORMAL");
       db.exec(`PRAGMA max_page_count = ${maxPages(db, settings.maxBytes)}`);
-      if (userVersion(db) === 0 && tableNames(db).size > 0) {
-        throw new Error("it is a database of something else (it has tables, and no sandbox schema version)");
-      }
-      const found = migrate(db);
-      if (found > 0) checkTables(db);
+      migrate(db);
       return new StateFile(path, db, settings);
     } catch (error) {
       db?.close();
