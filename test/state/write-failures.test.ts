@@ -83,6 +83,8 @@ function expectUnsaved(reply: Reply, file: string, why: RegExp): void {
 /** The marker texts of the patient's allergies, as GET /__admin/patients/{key} shows them (an admin read, no message). */
 async function storedMarkers(sandbox: Sandbox, patient: string): Promise<string[]> {
   const reply = await admin(sandbox.app, "GET", `/patients/${encodeURIComponent(`urn:ae:emirates-id|${patient}`)}`);
+  // Not met yet (or no longer, after a step back to the file): none.
+  if (reply.status === 404) return [];
   expect(reply.status).toBe(200);
   return (reply.body.records as Array<{ resourceType: string; code?: { text?: string } }>)
     .filter((r) => r.resourceType === "AllergyIntolerance" && r.code?.text?.startsWith("marker "))
@@ -308,5 +310,45 @@ describe("the state file locked by another process", () => {
       if (other.isTransaction) other.exec("ROLLBACK");
       other.close();
     }
+  });
+});
+
+describe("a write that fails while another message is under way", () => {
+  it("the message under way is answered 503 too: the step back to the file took its change", async () => {
+    const { file } = stateDir();
+    const patient = patientId(6);
+    const sandbox = sandboxOn(file);
+    // The slow message is applied at once and answered after its delay: its change waits to be written with its call.
+    const rule = [
+      "rules:",
+      "  - name: slow",
+      "    when: { operation: add-allergy, headers: { x-case: slow } }",
+      "    respond: { builtIn: true, delay: 1500ms }",
+    ].join("\n");
+    expect((await admin(sandbox.app, "POST", "/scenarios", { body: rule })).status).toBe(201);
+
+    const slow = allergyMessage("under-way", patient);
+    const slowReply = post(sandbox.app, slow, { headers: { "x-case": "slow" } });
+    // Applied (in memory): it is in its delay now.
+    const until = Date.now() + 5_000;
+    while (!(await storedMarkers(sandbox, patient)).includes("marker under-way")) {
+      if (Date.now() > until) throw new Error("the slow message was not applied");
+    }
+
+    const other = new DatabaseSync(file);
+    try {
+      other.exec("BEGIN IMMEDIATE");
+      expectUnsaved(await post(sandbox.app, allergyMessage("blocked", patient)), file, /locked|busy/);
+      other.exec("COMMIT");
+    } finally {
+      other.close();
+    }
+    // Its change went with the failed write (and the workspace's step back): a 200 would be a lie.
+    expectUnsaved(await slowReply, file, /went back to the file/);
+    expect(await storedMarkers(sandbox, patient)).toEqual([]);
+    // Sent again, without the delay: processed as new, and kept.
+    const again = await post(sandbox.app, slow);
+    expect([again.status, again.headers.get("x-sandbox-duplicate")]).toEqual([200, null]);
+    expect(await storedMarkers(sandbox, patient)).toEqual(["marker under-way"]);
   });
 });
