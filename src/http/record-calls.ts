@@ -150,7 +150,8 @@ export interface CallOwner {
 export function announceCall(draft: CallDraft, owner: CallOwner): StateWriteError | undefined {
   if (owner.workspace && !owner.anonymous) return owner.workspace.record(draft);
   owner.events.emit("call:anonymous", { workspace: owner.namedWorkspace, call: draft });
-  return undefined;
+  // A workspace that stood in for the answer (a message's 401) settles what it began for the call.
+  return draft.id === undefined ? undefined : owner.workspace?.unjournaled(draft.id);
 }
 
 /**

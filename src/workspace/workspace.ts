@@ -128,6 +128,11 @@ export interface Workspace {
    * the file, the call was not recorded); the caller answers 503 instead (unsavedIssue) and records that answer.
    */
   record(draft: CallDraft): StateWriteError | undefined;
+  /**
+   * A call it processed that its journal does not keep (an anonymous caller's, CONTRACT §15) is over: what the
+   * message changed is written without a journal call; the error as `record`'s.
+   */
+  unjournaled(callId: string): StateWriteError | undefined;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
   /**
@@ -310,13 +315,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       }
     : pipeline;
   /**
-   * Writes a call's journal record with whatever is pending — its message's changes — in one transaction. False for
-   * a message whose changes are not in the file (this write, or one since it began, failed): it is answered 503.
+   * Writes a call's journal record (none for a call its journal does not keep) with whatever is pending — its
+   * message's changes — in one transaction. False for a message whose changes are not in the file (this write, or one
+   * since it began, failed): it is answered 503 (`unsaved` says why).
    */
-  const saveCall = (call: CallRecord): boolean => {
+  const settle = (callId: string, call: CallRecord | undefined): boolean => {
     const state = fileState as WorkspaceState;
-    const began = unrecorded.get(call.id);
-    unrecorded.delete(call.id);
+    const began = unrecorded.get(callId);
+    unrecorded.delete(callId);
     if (began !== undefined && began !== state.drops) {
       unsaved = new StateWriteError(
         "another change failed to be written while this message was under way, and the workspace went back to the file",
@@ -324,7 +330,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       );
       return false;
     }
-    state.put("call", call.id, () => savedCall(call));
+    if (call) state.put("call", call.id, () => savedCall(call));
     const error = state.flush();
     if (!error) return true;
     if (began === undefined) {
@@ -336,6 +342,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     unsaved = error;
     return false;
   };
+  const saveCall = (call: CallRecord) => settle(call.id, call);
   if (fileState) events.on("journal:cleared", () => fileState.removeAll("call"));
   /** Runs an admin change in one transaction; a failed write takes the workspace back and throws. */
   const written = <T>(change: () => T): T => {
@@ -388,6 +395,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     record(draft) {
       unsaved = undefined;
       events.emit("call:completed", draft);
+      const error = unsaved;
+      unsaved = undefined;
+      return error;
+    },
+    unjournaled(callId) {
+      if (!fileState) return undefined;
+      unsaved = undefined;
+      settle(callId, undefined);
       const error = unsaved;
       unsaved = undefined;
       return error;
