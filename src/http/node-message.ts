@@ -181,7 +181,9 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
         );
       }
     } catch (error) {
-      // As in the Hono app: an answer whose headers `Headers` refused leaves no record, and is answered 500.
+      // As in the Hono app: an answer whose headers `Headers` refused leaves no record, and is answered 500; what the
+      // message changed is written all the same.
+      owner.workspace?.unjournaled(call.id);
       out = outcome(call, 500, parts.unexpected("POST", target.routed, error));
     }
     if (out.kind === "silent") return;

@@ -67,7 +67,14 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
         namedWorkspace: c.get("namedWorkspace") ?? null,
         events: deps.events,
       };
-      const unsaved = announceCall(draft(), owner);
+      let unsaved: StateWriteError | undefined;
+      try {
+        unsaved = announceCall(draft(), owner);
+      } catch (error) {
+        // An answer whose headers `Headers` refused leaves no record (a 500): what the message changed is written.
+        owner.workspace?.unjournaled(call.id);
+        throw error;
+      }
       if (!unsaved) return;
       // Its message could not be saved: the 503 goes out instead (none of the built answer's headers), recorded.
       if (unsavedCall(call)) {
