@@ -1,5 +1,6 @@
 import { existsSync, type Stats, statSync, unlinkSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { rollBack } from "./roll-back.js";
 import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 
 /** The file cannot be used as the sandbox's state: the start stops (exit 2) with this message. */
@@ -126,7 +127,9 @@ export class StateFile {
       );
     }
     try {
-      db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
+      db = new DatabaseSync(path);
+      // As a pragma, not the constructor's `timeout` option: Node has that from 22.16 only.
+      db.exec(`PRAGMA busy_timeout = ${Math.trunc(settings.busyTimeoutMs ?? 250)}`);
       // Whose file it is, read before anything is written: a file that is not the sandbox's is left as it was (WAL
       // mode alone would rewrite another application's header). A file that is not a database fails here, at its
       // first read.
@@ -189,7 +192,7 @@ export class StateFile {
         for (const [key, value] of Object.entries(meta ?? {})) this.#setMeta.run(key, value);
         this.#db.exec("COMMIT");
       } catch (error) {
-        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        rollBack(this.#db);
         throw error;
       }
       // Written again: the failure is over (health shows the current one, not history).
