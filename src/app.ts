@@ -40,12 +40,12 @@ import type { LoadedScenario } from "./scenarios/load.js";
 import { ScenarioFolder } from "./scenarios/scenario-folder.js";
 import type { Scenarios } from "./scenarios/scenarios.js";
 import { StateFile, StateWriteError } from "./state/state-file.js";
-import { unsavedHeaders, unsavedIssues } from "./state/unsaved.js";
 import { ProfileCache } from "./store/profile-cache.js";
 import { RecordInterner } from "./store/record-interner.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
 import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
+import { RETRY_AFTER_S, unsavedIssue } from "./workspace/unsaved-answer.js";
 import { createWorkspace, type Workspace, type WorkspaceShared } from "./workspace/workspace.js";
 import { Workspaces } from "./workspace/workspaces.js";
 
@@ -454,7 +454,7 @@ export function createApp(
     if (error instanceof SimulatedNetworkFault) throw error;
     // An admin change the state file could not take: nothing of it was kept (the workspace went back to the file).
     if (error instanceof StateWriteError) {
-      return outcomeResponse(c, 503, unsavedIssues(error), unsavedHeaders());
+      return outcomeResponse(c, 503, [unsavedIssue(error)], { "Retry-After": String(RETRY_AFTER_S) });
     }
     return outcomeResponse(c, 500, sandboxBug(c.req.method, c.req.path, error));
   });

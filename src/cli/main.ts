@@ -210,13 +210,8 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   }
   // Every workspace's calls: each line names its workspace when it is not the default one.
   if (!config.log.quiet) log.observe(sandbox.sandboxEvents);
-  log.banner(
-    bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
-    `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,
-  );
-  log.release();
   const { logger } = sandbox;
-  return new Promise((resolve) => {
+  const stopped = new Promise<number>((resolve) => {
     // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
     // A second signal is not caught: it ends the process at once.
     // SIGHUP reloads the clients file, as daemons reread their configuration; without OAuth2 it keeps its default.
@@ -242,6 +237,13 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     process.on("SIGTERM", stop);
     process.on("SIGINT", stop);
   });
+  // Announced once a signal stops it gracefully: a supervisor (or a test) may send one as soon as it reads the line.
+  log.banner(
+    bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
+    `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,
+  );
+  log.release();
+  return stopped;
 }
 
 /**

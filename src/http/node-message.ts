@@ -3,9 +3,8 @@ import type { Socket } from "node:net";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { headerRecord } from "../journal/redact.js";
 import type { Fault } from "../scenarios/schema.js";
-import { StateWriteError } from "../state/state-file.js";
-import { unsavedHeaders, unsavedIssues } from "../state/unsaved.js";
 import { jsonText } from "../text/json-text.js";
+import { RETRY_AFTER_S, unsavedIssue } from "../workspace/unsaved-answer.js";
 import { ANSWER_HEADERS, putAnswerHeaders } from "./answer-headers.js";
 import type { HostCheck } from "./browser-guard.js";
 import type { CallState } from "./call-state.js";
@@ -16,7 +15,7 @@ import { type AnswerHeaders, FHIR_JSON, fhirAnswer } from "./fhir-response.js";
 import { answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-routes.js";
 import { drainAfterAnswer, readIncoming } from "./node-body.js";
 import { RawHeaders, rawHeader } from "./raw-headers.js";
-import { announceCall, type CallOwner, callDraft, type RecorderDeps, stampCall } from "./record-calls.js";
+import { announceCall, type CallOwner, callDraft, type RecorderDeps, stampCall, unsavedCall } from "./record-calls.js";
 import { decideWorkspace, unknownWorkspace, unprefixedPath, type WorkspaceChoiceDeps } from "./workspace-choice.js";
 
 // The message paths on plain node:http: the same edge as the Hono app's (host check, CORS, recorder, workspace
@@ -166,18 +165,26 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
     const request = { method: "POST", url: `${target.origin}${target.url}`, path: target.url };
     try {
       const answered = out;
-      announceCall(
+      const unsaved = announceCall(
         callDraft(call, durationMs, request, () => ({ status: statusOf(answered), headers: recordedOf(answered) })),
         owner,
       );
+      if (unsaved) {
+        // Its message could not be saved: the 503 goes out instead (a silent fault's connection is gone already).
+        if (unsavedCall(call)) {
+          out = outcome(call, 503, [unsavedIssue(unsaved)], { "Retry-After": String(RETRY_AFTER_S) });
+        }
+        const instead = out;
+        announceCall(
+          callDraft(call, durationMs, request, () => ({ status: statusOf(instead), headers: recordedOf(instead) })),
+          owner,
+        );
+      }
     } catch (error) {
-      // The state file could not take the call with its message's changes: nothing of it was kept, and the
-      // client hears so. As in the Hono app otherwise: an answer whose headers `Headers` refused leaves no record,
-      // and is answered 500.
-      out =
-        error instanceof StateWriteError
-          ? outcome(call, 503, unsavedIssues(error), unsavedHeaders())
-          : outcome(call, 500, parts.unexpected("POST", target.routed, error));
+      // As in the Hono app: an answer whose headers `Headers` refused leaves no record, and is answered 500; what the
+      // message changed is written all the same.
+      owner.workspace?.unjournaled(call.id);
+      out = outcome(call, 500, parts.unexpected("POST", target.routed, error));
     }
     if (out.kind === "silent") return;
     const grant = parts.cors?.takesPart(target.routed) ? grantOf(parts.cors, header) : undefined;

@@ -2,10 +2,13 @@ import type { MiddlewareHandler } from "hono";
 import type { SandboxEvents } from "../events.js";
 import type { CallDraft } from "../journal/call-record.js";
 import { headerRecord } from "../journal/redact.js";
+import type { StateWriteError } from "../state/state-file.js";
+import { RETRY_AFTER_S, unsavedIssue } from "../workspace/unsaved-answer.js";
 import type { Workspace } from "../workspace/workspace.js";
 import { requestUrl } from "./call-context.js";
 import { type CallState, newCallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
+import { outcomeResponse } from "./fhir-response.js";
 import { requestHeaders } from "./request-headers.js";
 
 export interface RecorderDeps {
@@ -51,22 +54,34 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
 
     function record() {
       const url = requestUrl(c, call);
-      const draft = callDraft(
-        call,
-        Math.round((deps.monotonic() - started) * 1000) / 1000,
-        { method: c.req.method, url: url.href, path: url.pathname },
-        () => ({
+      const durationMs = Math.round((deps.monotonic() - started) * 1000) / 1000;
+      const draft = () =>
+        callDraft(call, durationMs, { method: c.req.method, url: url.href, path: url.pathname }, () => ({
           status: c.res.status,
           headers: call.answered ? call.answered.headers : headerRecord(c.res.headers),
-        }),
-      );
-      // Unset when the workspace choice refused the call.
-      announceCall(draft, {
+        }));
+      const owner: CallOwner = {
+        // Unset when the workspace choice refused the call.
         workspace: c.get("workspace") as Workspace | undefined,
         anonymous: c.get("anonymous"),
         namedWorkspace: c.get("namedWorkspace") ?? null,
         events: deps.events,
-      });
+      };
+      let unsaved: StateWriteError | undefined;
+      try {
+        unsaved = announceCall(draft(), owner);
+      } catch (error) {
+        // An answer whose headers `Headers` refused leaves no record (a 500): what the message changed is written.
+        owner.workspace?.unjournaled(call.id);
+        throw error;
+      }
+      if (!unsaved) return;
+      // Its message could not be saved: the 503 goes out instead (none of the built answer's headers), recorded.
+      if (unsavedCall(call)) {
+        c.res = undefined;
+        c.res = outcomeResponse(c, 503, [unsavedIssue(unsaved)], { "Retry-After": String(RETRY_AFTER_S) });
+      }
+      announceCall(draft(), owner);
     }
   };
 }
@@ -134,8 +149,30 @@ export interface CallOwner {
   events: SandboxEvents;
 }
 
-/** Announces a call: in its workspace (`call:completed`), or as anonymous on the sandbox-wide bus (CONTRACT §15). */
-export function announceCall(draft: CallDraft, owner: CallOwner): void {
-  if (owner.workspace && !owner.anonymous) owner.workspace.events.emit("call:completed", draft);
-  else owner.events.emit("call:anonymous", { workspace: owner.namedWorkspace, call: draft });
+/**
+ * Announces a call: in its workspace (`call:completed`), or as anonymous on the sandbox-wide bus (CONTRACT §15).
+ * Returns why its message's changes could not be written to the state file, if so: the call was not recorded, and
+ * the edge answers 503 instead (unsavedCall) and announces that.
+ */
+export function announceCall(draft: CallDraft, owner: CallOwner): StateWriteError | undefined {
+  if (owner.workspace && !owner.anonymous) return owner.workspace.record(draft);
+  owner.events.emit("call:anonymous", { workspace: owner.namedWorkspace, call: draft });
+  // A workspace that stood in for the answer (a message's 401) settles what it began for the call.
+  return draft.id === undefined ? undefined : owner.workspace?.unjournaled(draft.id);
+}
+
+/**
+ * A call whose message could not be saved, before it is recorded again: nothing of the built answer is its own now.
+ * True when the 503 is to be sent instead; false for a fault that sends nothing (the connection is gone already).
+ */
+export function unsavedCall(call: CallState): boolean {
+  call.duplicate = false;
+  call.rule = null;
+  call.trace = undefined;
+  call.responseCode = null;
+  // The texts the duplicate memory kept went with the workspace's step back to the file.
+  call.kept = undefined;
+  if (unanswered(call.fault)) return false;
+  call.fault = null;
+  return true;
 }

@@ -56,10 +56,10 @@ export interface JournalSettings {
   /** Hears each call the limits made it drop (the state file forgets it too). */
   dropped?(call: CallRecord): void;
   /**
-   * Keeps each call it recorded elsewhere before it is announced (the state file writes it with its message's
-   * changes). If that throws, the call is not kept here either, and the error goes to whoever recorded it.
+   * Writes a call to the state file before it is kept and announced; false: it could not be, and the call is
+   * neither (its caller answers otherwise, and records that answer).
    */
-  kept?(call: CallRecord): void;
+  save?(call: CallRecord): boolean;
 }
 
 /**
@@ -80,7 +80,7 @@ export class Journal {
   readonly #texts: PackedTexts;
   readonly #redaction: Redaction;
   readonly #dropped: ((call: CallRecord) => void) | undefined;
-  readonly #kept: ((call: CallRecord) => void) | undefined;
+  readonly #save: ((call: CallRecord) => boolean) | undefined;
 
   constructor(
     readonly limits: JournalLimits,
@@ -98,7 +98,7 @@ export class Journal {
     this.#texts = texts;
     this.#redaction = redaction;
     this.#dropped = settings.dropped;
-    this.#kept = settings.kept;
+    this.#save = settings.save;
     events.on("call:completed", (draft) => this.#record(draft));
   }
 
@@ -107,18 +107,8 @@ export class Journal {
     // Bodies are packed with other calls' bodies (PackedTexts): about a fifth of the memory of keeping them as strings.
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
+    if (this.#save && !this.#save(record)) return;
     this.#keep(record);
-    if (this.#kept) {
-      try {
-        this.#kept(record);
-      } catch (error) {
-        // Not kept elsewhere, so not here: the last call goes (the calls dropped for it stay dropped).
-        this.#calls.pop();
-        this.#seqs.pop();
-        this.#bytes -= record.size;
-        throw error;
-      }
-    }
     this.events.emit("call:recorded", record);
   }
 

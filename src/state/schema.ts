@@ -1,4 +1,5 @@
 import type { DatabaseSync } from "node:sqlite";
+import { rollBack } from "./roll-back.js";
 
 /** One step of the schema: the statements that take a file from the version before `to` to `to`. */
 export interface Migration {
@@ -58,7 +59,9 @@ export function migrate(db: DatabaseSync, migrations: readonly Migration[] = MIG
     db.exec(`PRAGMA user_version = ${Math.trunc(last)}`);
     db.exec("COMMIT");
   } catch (error) {
-    db.exec("ROLLBACK");
+    // SQLite ends the transaction itself on some errors (a full disk): a ROLLBACK's own error then ("no transaction
+    // is active") must not hide the one that says what went wrong.
+    rollBack(db);
     throw error;
   }
   return found;

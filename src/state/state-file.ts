@@ -1,15 +1,15 @@
-import { closeSync, existsSync, openSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, openSync, type Stats, statSync, unlinkSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
+import { rollBack } from "./roll-back.js";
 import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
 
 /** The file cannot be used as the sandbox's state: the start stops (exit 2) with this message. */
 export class StateFileProblem extends Error {}
 
-/** A change could not be written: nothing of it is in the file. */
+/** A change could not be written: nothing of it is in the file (`path`). */
 export class StateWriteError extends Error {
   constructor(
     message: string,
-    /** The state file's path, for whoever tells the caller. */
     readonly path: string,
   ) {
     super(message);
@@ -29,6 +29,11 @@ export interface StateChange {
   clearKinds: ReadonlySet<string>;
   /** Rows by `kind\0key`: a JSON text to put, or undefined to delete. */
   rows: ReadonlyMap<string, { kind: string; key: string; value: string | undefined }>;
+  /**
+   * Written, it shows that the failure health reports is over (default). Not a write of journal records alone: that
+   * of a message answered 503 fits where its changes did not.
+   */
+  endsFailure?: boolean;
 }
 
 /** The state file as GET /__admin/health shows it. */
@@ -128,23 +133,36 @@ export class StateFile {
   static open(path: string, settings: StateFileSettings): StateFile {
     const { DatabaseSync } = sqlite();
     let db: DatabaseSync | undefined;
-    if (settings.mustExist && !existsSync(path)) throw new StateFileProblem(`state file ${path} does not exist`);
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (settings.mustExist && !found) throw new StateFileProblem(`state file ${path} does not exist`);
+    // SQLite would open a device (/dev/full, /dev/null) as a database, and put its journal beside it (in /dev).
+    if (found && !found.isFile()) {
+      throw new StateFileProblem(
+        `state file ${path} is not a regular file (${fileKind(found)}): give the path of a file (or of a new one) in a directory the sandbox can write to`,
+      );
+    }
     try {
       // Made readable by its owner only: it holds pharmacies' push headers and every workspace's data. SQLite gives
       // its -wal and -shm files the mode of the database file.
-      if (!existsSync(path)) closeSync(openSync(path, "wx", 0o600));
-      db = new DatabaseSync(path, { timeout: settings.busyTimeoutMs ?? 250 });
-      // A file that is not a database fails here, at its first read.
+      if (!found) closeSync(openSync(path, "wx", 0o600));
+      db = new DatabaseSync(path);
+      // As a pragma, not the constructor's `timeout` option: Node has that from 22.16 only.
+      db.exec(`PRAGMA busy_timeout = ${Math.trunc(settings.busyTimeoutMs ?? 250)}`);
+      // Whose file it is, read before anything is written: a file that is not the sandbox's is left as it was (WAL
+      // mode alone would rewrite another application's header). A file that is not a database fails here, at its
+      // first read.
+      const version = userVersion(db);
+      if (version === 0 && tableNames(db).size > 0) {
+        throw new Error("it is a database of something else (it has tables, and no sandbox schema version)");
+      }
+      if (version > SCHEMA_VERSION) throw new NewerSchema(version);
+      if (version > 0) checkTables(db);
       const mode = db.prepare("PRAGMA journal_mode = WAL").get() as { journal_mode: string };
       if (mode.journal_mode.toLowerCase() !== "wal")
         throw new Error(`it cannot use a write-ahead log (${mode.journal_mode})`);
       db.exec("PRAGMA synchronous = NORMAL");
       db.exec(`PRAGMA max_page_count = ${maxPages(db, settings.maxBytes)}`);
-      if (userVersion(db) === 0 && tableNames(db).size > 0) {
-        throw new Error("it is a database of something else (it has tables, and no sandbox schema version)");
-      }
-      const found = migrate(db);
-      if (found > 0) checkTables(db);
+      migrate(db);
       return new StateFile(path, db, settings);
     } catch (error) {
       db?.close();
@@ -177,20 +195,25 @@ export class StateFile {
    * failure (StateWriteError), none of it.
    */
   commit(workspace: string, changes: StateChange | readonly StateChange[], meta?: Record<string, string>): void {
+    const list: readonly StateChange[] = Array.isArray(changes) ? changes : [changes as StateChange];
     if (this.#closed) throw new StateWriteError("the state file is closed: the sandbox is stopping", this.path);
     const seq = this.#seq;
     try {
       this.#checkStillThere();
       this.#db.exec("BEGIN IMMEDIATE");
       try {
-        for (const change of Array.isArray(changes) ? changes : [changes]) this.#apply(workspace, change);
+        for (const change of list) this.#apply(workspace, change);
         for (const [key, value] of Object.entries(meta ?? {})) this.#setMeta.run(key, value);
         this.#db.exec("COMMIT");
       } catch (error) {
-        if (this.#db.isTransaction) this.#db.exec("ROLLBACK");
+        rollBack(this.#db);
         throw error;
       }
-      this.#lastError = null;
+      // Written again: the failure is over (health shows the current one, not history).
+      if (list.some((change) => change.endsFailure !== false)) {
+        this.#lastError = null;
+        this.#lastErrorAt = null;
+      }
     } catch (error) {
       this.#seq = seq;
       this.#lastError = messageOf(error);
@@ -295,6 +318,14 @@ function problem(path: string, error: unknown): StateFileProblem {
   return new StateFileProblem(
     `state file ${path} cannot be used: ${messageOf(error)}. It must be a state file this sandbox wrote (or a new path), in a directory the sandbox can write to.`,
   );
+}
+
+function fileKind(stat: Stats): string {
+  if (stat.isDirectory()) return "a directory";
+  if (stat.isCharacterDevice() || stat.isBlockDevice()) return "a device";
+  if (stat.isFIFO()) return "a named pipe";
+  if (stat.isSocket()) return "a socket";
+  return "not a file";
 }
 
 function messageOf(error: unknown): string {

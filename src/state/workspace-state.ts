@@ -120,6 +120,11 @@ export class WorkspaceState implements StateSink {
     return this.#parked.has(call) || this.#lost.has(call);
   }
 
+  /** Whether a step back to the file undid this message's changes while it waited for its call's record. */
+  undone(call: string): boolean {
+    return this.#lost.has(call);
+  }
+
   /**
    * A write failed and the workspace goes back to what the file holds: the changes of messages still waiting for
    * their calls' records go too, so those messages are not saved either (`recorded` says so), and nothing pending is
@@ -130,7 +135,7 @@ export class WorkspaceState implements StateSink {
       this.#lost.set(
         call,
         new StateWriteError(
-          `an earlier write failed while this message waited for its answer, and took its changes: ${cause.message}`,
+          `another write failed while this message was under way, and the workspace went back to the file without its changes: ${cause.message}`,
           cause.path,
         ),
       );
@@ -143,7 +148,7 @@ export class WorkspaceState implements StateSink {
    * The journal recorded a call: its record is written with the changes of its message (if any), and whatever else
    * is pending now (the calls the journal dropped to make room), in one transaction.
    */
-  recorded(call: string, record: () => unknown): StateWriteError | undefined {
+  recorded(call: string, record: (() => unknown) | undefined): StateWriteError | undefined {
     if (this.#ended) return undefined;
     const lost = this.#lost.get(call);
     if (lost) {
@@ -158,7 +163,8 @@ export class WorkspaceState implements StateSink {
     }
     const now = this.#pending ?? { clear: false, clearKinds: new Set<string>(), rows: new Map() };
     this.#pending = undefined;
-    now.rows.set(`call\0${call}`, { kind: "call", key: call, value: record });
+    // No record: a call its journal does not keep (an anonymous caller's); its message's changes go alone.
+    if (record) now.rows.set(`call\0${call}`, { kind: "call", key: call, value: record });
     units.push(now);
     return this.#commit(units);
   }
@@ -212,12 +218,14 @@ export class WorkspaceState implements StateSink {
 
 function serialized(pending: Pending): StateChange {
   const rows = new Map<string, { kind: string; key: string; value: string | undefined }>();
+  let recordsOnly = !pending.clear && pending.clearKinds.size === 0;
   for (const [id, row] of pending.rows) {
+    if (row.kind !== "call") recordsOnly = false;
     rows.set(id, {
       kind: row.kind,
       key: row.key,
       value: row.value === undefined ? undefined : JSON.stringify(row.value()),
     });
   }
-  return { clear: pending.clear, clearKinds: pending.clearKinds, rows };
+  return { clear: pending.clear, clearKinds: pending.clearKinds, rows, endsFailure: !recordsOnly };
 }

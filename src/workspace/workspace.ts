@@ -7,7 +7,7 @@ import { builtInHandlers } from "../handlers/built-in.js";
 import { drugOrderHandlers } from "../handlers/drug-orders.js";
 import type { HandlerTable } from "../handlers/handler.js";
 import type { CallIds } from "../journal/call-ids.js";
-import type { CallRecord } from "../journal/call-record.js";
+import type { CallDraft, CallRecord } from "../journal/call-record.js";
 import { Journal } from "../journal/journal.js";
 import type { Redaction } from "../journal/redact.js";
 import { savedCall } from "../journal/saved-call.js";
@@ -119,8 +119,22 @@ export interface Workspace {
   readonly pharmacies: PharmacyRegistry;
   readonly scenarios: Scenarios;
   readonly orders: OrderWorkflow;
-  /** Its message pipeline: the built-in behaviour bound to its state. */
+  /**
+   * Its message pipeline: the built-in behaviour bound to its state. With a state file, what a message (with its
+   * journal call) changed is written when its call is recorded (`record`).
+   */
   readonly processMessage: MessagePipeline;
+  /**
+   * Records a call in its journal (`call:completed`). With a state file, a message's changes are written with its
+   * call, in one transaction: the error when that failed (nothing of the message was kept, the workspace went back to
+   * the file, the call was not recorded); the caller answers 503 instead (unsavedIssue) and records that answer.
+   */
+  record(draft: CallDraft): StateWriteError | undefined;
+  /**
+   * A call it processed that its journal does not keep (an anonymous caller's, CONTRACT §15) is over: what the
+   * message changed is written without a journal call; the error as `record`'s.
+   */
+  unjournaled(callId: string): StateWriteError | undefined;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
   /**
@@ -175,14 +189,12 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
 
   // The journal's bodies and the duplicate memory's answers and messages, packed together.
   const texts = new PackedTexts();
-  /** Writes a recorded call with its message's changes (set below, once the workspace's parts exist). */
-  let keptInFile: ((call: CallRecord) => void) | undefined;
   const journal = new Journal({ maxCalls: options.journalLimit, maxBytes: options.journalMaxBytes }, events, {
     ids: shared.callIds,
     redaction: shared.redaction,
     workspace: id,
     texts,
-    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id), kept: (call) => keptInFile?.(call) } : {}),
+    ...(fileState ? { dropped: (call) => fileState.remove("call", call.id), save: (call) => saveCall(call) } : {}),
   });
   // Resends come soon after the original: the last few thousand answers cover them, at a fraction of the memory;
   // and no more characters than the journal's budget, whose calls they outlive when the journal drops them.
@@ -294,16 +306,16 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       pinRulePatients();
     });
   };
+  /** Why the call being recorded was not: its message's changes could not be written. */
+  let unsaved: StateWriteError | undefined;
   const processMessage: MessagePipeline = fileState
     ? (inbound) => {
-        // With a journal call (the HTTP edge's), the changes wait for its record: one transaction for both.
-        // A caller without a usable token is refused unread (its call is kept in no workspace's journal): nothing
-        // waits for a record that never comes.
-        const call = inbound.access && !inbound.access.ok ? undefined : inbound.call?.id;
+        // Through the edge (a journal call), the changes wait for the call's record (settle): one transaction for
+        // both, before the answer goes out.
         const { value, error } = fileState.within(() => {
           fileState.put("workspace", "", workspaceRow);
           return pipeline(inbound);
-        }, call);
+        }, inbound.call?.id);
         if (!error) return value;
         stepBack(error);
         return value instanceof Promise
@@ -311,25 +323,32 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
           : unsavedAnswer(value, error);
       }
     : pipeline;
+  /**
+   * Writes a call's journal record (none for a call its journal does not keep) with its message's changes, in one
+   * transaction. False for a message whose changes are not in the file (this write failed, or an earlier one took
+   * them with the step back to the file): it is answered 503 (`unsaved` says why).
+   */
+  const settle = (callId: string, call: CallRecord | undefined): boolean => {
+    const state = fileState as WorkspaceState;
+    const message = state.holds(callId);
+    const undone = state.undone(callId);
+    // The page cursor the journal gives the record when it keeps it.
+    const seq = journal.nextSeq;
+    const error = state.recorded(callId, call ? () => savedCall(call, seq) : undefined);
+    if (!error) return true;
+    shared.state?.failed(id, error);
+    // Not a message's (a push's record, a refused body): it stays in memory, and health says the file fails.
+    if (!message) return true;
+    if (!undone) stepBack(error);
+    unsaved = error;
+    return false;
+  };
+  const saveCall = (call: CallRecord) => settle(call.id, call);
   if (fileState) {
     events.on("journal:cleared", () => {
       fileState.removeAll("call");
       fileState.put("workspace", "", workspaceRow);
     });
-    // The call's journal record is written with its message's changes before its answer goes out (the edge
-    // records, then writes). When that fails, the message's changes are undone and the edge answers 503 instead;
-    // a failed call record of a call that changed nothing (a push, a refusal) is only reported.
-    keptInFile = (record) => {
-      // Just kept: it has the journal's last cursor.
-      const seq = journal.nextSeq - 1;
-      const changed = fileState.holds(record.id);
-      const error = fileState.recorded(record.id, () => savedCall(record, seq));
-      if (!error) return;
-      shared.state?.failed(id, error);
-      if (!changed) return;
-      stepBack(error);
-      throw error;
-    };
   }
   /** Runs an admin change in one transaction; a failed write takes the workspace back and throws. */
   const written = <T>(change: () => T): T => {
@@ -379,6 +398,21 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     scenarios,
     orders,
     processMessage,
+    record(draft) {
+      unsaved = undefined;
+      events.emit("call:completed", draft);
+      const error = unsaved;
+      unsaved = undefined;
+      return error;
+    },
+    unjournaled(callId) {
+      if (!fileState) return undefined;
+      unsaved = undefined;
+      settle(callId, undefined);
+      const error = unsaved;
+      unsaved = undefined;
+      return error;
+    },
     applyFixtures: fixtures,
     addScenario(text) {
       return written(() => {
