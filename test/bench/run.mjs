@@ -25,6 +25,8 @@ import { pinning } from "./pinned.mjs";
 import { profile } from "./profile.mjs";
 import { requestLog } from "./request-log.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
+import { stateFile } from "./state-file.mjs";
+import { stateStart } from "./state-start.mjs";
 import { throughput } from "./throughput.mjs";
 import { validation } from "./validation.mjs";
 import { workspaces } from "./workspaces.mjs";
@@ -42,6 +44,8 @@ const SECTIONS = [
   [scenarioMatching, { requests: "BENCH_MATCHING_REQUESTS", warmup: 300 }],
   [requestLog, { requests: 3000 }],
   [workspaces, {}],
+  [stateFile, {}],
+  [stateStart, {}],
 ];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */
