@@ -53,6 +53,28 @@ export function rowsByKind(path) {
   }
 }
 
+/**
+ * The file's bytes by B-tree (the items table, its key index, its order index, …) from SQLite's dbstat table, or
+ * undefined where this node's SQLite is built without it.
+ */
+export function treesOf(path) {
+  const { DatabaseSync } = process.getBuiltinModule("node:sqlite");
+  const db = new DatabaseSync(path, { readOnly: true });
+  try {
+    const free = db.prepare("PRAGMA freelist_count").get().freelist_count;
+    const size = db.prepare("PRAGMA page_size").get().page_size;
+    const trees = db
+      .prepare("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY sum(pgsize) DESC")
+      .all()
+      .map((row) => ({ name: row.name, bytes: Number(row.bytes) }));
+    return { trees, freeBytes: Number(free) * Number(size) };
+  } catch {
+    return undefined;
+  } finally {
+    db.close();
+  }
+}
+
 /** A sandbox started and stopped (SIGTERM: the file closed) on a fresh file: the size of a file with nothing in it. */
 async function emptyFileBytes(dir, args) {
   const path = join(dir, "empty.db");

@@ -15,7 +15,7 @@ import { STANDARD_PATH } from "../../dist/routing/default-operations.js";
 import { fmt, int, median, post } from "./load.mjs";
 import { addAllergyEnvelope, benchEmiratesId, MESSAGE_ID, viewProfileEnvelope } from "./messages.mjs";
 import { load, pinning, startPinned } from "./pinned.mjs";
-import { bytesOf, rowsByKind } from "./state-file.mjs";
+import { bytesOf, rowsByKind, treesOf } from "./state-file.mjs";
 
 /** Records the built state holds at least (BENCH_STATE_RECORDS for a shorter trial). */
 const RECORDS = setting("BENCH_STATE_RECORDS", 100_000);
@@ -176,6 +176,7 @@ export const stateStart = {
       const built = join(dir, "built.db");
       const b = await build(built, withFile, settings.timeoutMs);
       const kinds = rowsByKind(built);
+      const trees = treesOf(built);
       const records = b.full.store.records;
       const addedRecords = b.afterRecords.store.records - fixtures.store.records;
       const perRecord = (b.recordsBytes - emptyBytes) / addedRecords;
@@ -254,6 +255,15 @@ export const stateStart = {
         "|---|---|---|",
         ...kinds.map((k) => `| ${k.kind} | ${int(k.n)} | ${int(k.valueBytes / k.n)} |`),
         "",
+        ...(trees
+          ? [
+              "| B-tree of the built file (SQLite's dbstat) | bytes |",
+              "|---|---|",
+              ...trees.trees.map((t) => `| ${t.name} | ${int(t.bytes)} |`),
+              `| free pages | ${int(trees.freeBytes)} |`,
+              "",
+            ]
+          : []),
         `${STARTS} starts of each, interleaved (every other round reversed), pinned as above: the CLI with the same ` +
           "flags on a copy of the built file (made before the clock starts, so the file is in the page cache, as for " +
           "a restart of the process), in memory (no --state-file), and on a new file. The clock runs from spawn to " +
