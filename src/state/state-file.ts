@@ -102,6 +102,8 @@ export class StateFile {
   /** The file's inode at open: a write after the file was removed or replaced would go nowhere. */
   readonly #inode: number;
   #seq: number;
+  /** Sandbox-wide values as this process last committed them: one unchanged since is not written again. */
+  readonly #metaWritten = new Map<string, string>();
   #lastError: string | null = null;
   #lastErrorAt: Date | null = null;
   #closed = false;
@@ -177,6 +179,20 @@ export class StateFile {
     );
   }
 
+  /** Whether the file holds anything of a workspace. */
+  holds(workspace: string): boolean {
+    return this.#db.prepare("SELECT 1 FROM items WHERE workspace = ? LIMIT 1").get(workspace) !== undefined;
+  }
+
+  /**
+   * A workspace's rows of one kind (`only`), or of every other kind, in the order they were first written, read as
+   * they are taken: a start can keep each record as it comes instead of holding every row's text at once.
+   */
+  read(workspace: string, kind: string, only: boolean): Iterable<StateRow> {
+    const sql = `SELECT kind, key, value FROM items WHERE workspace = ? AND kind ${only ? "=" : "<>"} ? ORDER BY seq`;
+    return this.#db.prepare(sql).iterate(workspace, kind) as Iterable<StateRow>;
+  }
+
   /** Every row of a workspace, in the order they were first written. */
   rows(workspace: string): StateRow[] {
     return this.#db
@@ -203,8 +219,14 @@ export class StateFile {
       this.#db.exec("BEGIN IMMEDIATE");
       try {
         for (const change of list) this.#apply(workspace, change);
-        for (const [key, value] of Object.entries(meta ?? {})) this.#setMeta.run(key, value);
+        const changed: Array<[string, string]> = [];
+        for (const [key, value] of Object.entries(meta ?? {})) {
+          if (this.#metaWritten.get(key) === value) continue;
+          this.#setMeta.run(key, value);
+          changed.push([key, value]);
+        }
         this.#db.exec("COMMIT");
+        for (const [key, value] of changed) this.#metaWritten.set(key, value);
       } catch (error) {
         rollBack(this.#db);
         throw error;

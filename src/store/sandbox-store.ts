@@ -147,7 +147,7 @@ export class SandboxStore {
    * The state a state file kept, instead of what the store holds: patients (in the order they were met, the least
    * recently used first) and records (in the order they were stored). Nothing of it is said back to the file.
    */
-  restore(patients: readonly SavedPatient[], records: readonly SavedRecord[]): void {
+  restore(patients: Iterable<SavedPatient>, records: Iterable<SavedRecord>): void {
     this.clear();
     for (const { patient, keys, pinned } of patients) {
       const id = patient.id as string;

@@ -7,7 +7,7 @@ import { revivedOrder } from "../orders/saved-order.js";
 import type { StoredAnswer } from "../pipeline/process-message.js";
 import type { ReplayCache } from "../pipeline/replay-cache.js";
 import type { Counter, Scenarios } from "../scenarios/scenarios.js";
-import type { StateRow } from "../state/state-file.js";
+import type { StateFile, StateRow } from "../state/state-file.js";
 import type { SandboxStore, SavedPatient, SavedRecord } from "../store/sandbox-store.js";
 import type { PackedTexts } from "../text/packed-texts.js";
 
@@ -46,20 +46,36 @@ export interface RestoreTargets {
 }
 
 /**
- * A workspace's state from the rows a state file keeps of it, instead of what its parts hold; returns when it was
- * made, from its own row.
+ * A workspace's rows in a state file, records apart: most of a large state is records, which the store keeps one by
+ * one as they are read (StateFile.read).
  */
-export function restoreWorkspace(rows: readonly StateRow[], to: RestoreTargets): { createdAt: Date } | undefined {
-  const kinds = new Map<string, Array<{ key: string; value: unknown }>>();
-  for (const row of rows) {
+export interface SavedRows {
+  /** Every row but the records, in the order they were first written. */
+  others(): Iterable<StateRow>;
+  /** The records, in the order they were first written. */
+  records(): Iterable<StateRow>;
+}
+
+/** The saved rows of a workspace in a state file. */
+export function savedRows(file: StateFile, workspace: string): SavedRows {
+  return { others: () => file.read(workspace, "record", false), records: () => file.read(workspace, "record", true) };
+}
+
+/**
+ * A workspace's state from the rows a state file keeps of it, instead of what its parts hold; returns when it was
+ * made and last used, from its own row.
+ */
+export function restoreWorkspace(from: SavedRows, to: RestoreTargets): { createdAt?: Date; lastUsedAt?: Date } {
+  const kinds = new Map<string, StateRow[]>();
+  for (const row of from.others()) {
     let list = kinds.get(row.kind);
     if (!list) {
       list = [];
       kinds.set(row.kind, list);
     }
-    list.push({ key: row.key, value: JSON.parse(row.value) });
+    list.push(row);
   }
-  const of = (kind: string) => kinds.get(kind) ?? [];
+  const of = (kind: string) => [...parsed(kinds.get(kind) ?? [])];
 
   const documents = of("scenario").map(({ value }) => value as { number: number; text: string });
   const counters = new Map(of("hits").map(({ key, value }) => [key, value as Counter]));
@@ -72,7 +88,8 @@ export function restoreWorkspace(rows: readonly StateRow[], to: RestoreTargets):
   }
   to.store.restore(
     of("patient").map(({ value }) => value as SavedPatient),
-    of("record").map(({ value }) => value as SavedRecord),
+    // Each record parsed as it is read and kept at once: what the store shares of it is garbage while still young.
+    values<SavedRecord>(parsed(from.records())),
   );
   to.pharmacies.restore(of("pharmacy").map(({ value }) => value as Pharmacy));
   const sequence = of("orders").find((row) => row.key === "sequence")?.value;
@@ -94,12 +111,28 @@ export function restoreWorkspace(rows: readonly StateRow[], to: RestoreTargets):
       return [key, answer];
     }),
   );
-  const own = of("workspace")[0]?.value as { createdAt?: string; journalSeq?: number } | undefined;
+  const own = of("workspace")[0]?.value as { createdAt?: string; lastUsedAt?: string; journalSeq?: number } | undefined;
   if (to.resume) {
     to.journal.restore(
-      of("call").map(({ value }) => savedCallDraft(value)),
+      drafts(parsed(kinds.get("call") ?? [])),
       typeof own?.journalSeq === "number" ? own.journalSeq : 1,
     );
   }
-  return own?.createdAt ? { createdAt: new Date(own.createdAt) } : undefined;
+  return {
+    ...(own?.createdAt ? { createdAt: new Date(own.createdAt) } : {}),
+    ...(own?.lastUsedAt ? { lastUsedAt: new Date(own.lastUsedAt) } : {}),
+  };
+}
+
+/** Rows, each parsed as it is taken (a journal keeps its calls one by one too). */
+function* parsed(rows: Iterable<StateRow>): Generator<{ key: string; value: unknown }> {
+  for (const row of rows) yield { key: row.key, value: JSON.parse(row.value) };
+}
+
+function* values<T>(rows: Iterable<{ value: unknown }>): Generator<T> {
+  for (const { value } of rows) yield value as T;
+}
+
+function* drafts(rows: Iterable<{ value: unknown }>): Generator<ReturnType<typeof savedCallDraft>> {
+  for (const { value } of rows) yield savedCallDraft(value);
 }

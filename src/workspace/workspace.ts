@@ -31,7 +31,7 @@ import type { RecordInterner } from "../store/record-interner.js";
 import { SandboxStore } from "../store/sandbox-store.js";
 import { PackedTexts } from "../text/packed-texts.js";
 import { type MemoryFigures, workspaceBytes } from "./memory-estimate.js";
-import { restoreWorkspace, savedAnswer } from "./restore-workspace.js";
+import { restoreWorkspace, savedAnswer, savedRows } from "./restore-workspace.js";
 import { unsavedAnswer } from "./unsaved-answer.js";
 import { workspacePrefix } from "./workspace-name.js";
 
@@ -272,14 +272,27 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     // The journal's next page cursor: after a restart it goes on from there, even if the journal was cleared.
     return { createdAt, lastUsedAt, journalSeq: journal.nextSeq };
   };
+  const file = shared.state?.file;
   /** Back to what the state file holds: at start (`resume`: what was due waits for resumeDue), or after a write failed. */
-  const restore = (rows: ReturnType<StateFile["rows"]>, resume: boolean) =>
-    restoreWorkspace(rows, { store, pharmacies, scenarios, orders, replays, journal, texts, resume, logger, id });
-  const saved = fileState ? (shared.state as NonNullable<typeof shared.state>).file.rows(id) : [];
-  if (fileState && saved.length > 0) {
+  const restore = (resume: boolean) =>
+    restoreWorkspace(savedRows(file as StateFile, id), {
+      store,
+      pharmacies,
+      scenarios,
+      orders,
+      replays,
+      journal,
+      texts,
+      resume,
+      logger,
+      id,
+    });
+  let lastUsedAt: Date | undefined;
+  if (fileState && file?.holds(id)) {
     fileState.muted(() => {
-      const times = restore(saved, true);
-      if (times) createdAt = times.createdAt;
+      const times = restore(true);
+      createdAt = times.createdAt ?? createdAt;
+      lastUsedAt = times.lastUsedAt;
       pinRulePatients();
     });
     // Pushes not delivered and deadlines passed while the sandbox was down: once it serves.
@@ -300,9 +313,8 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   /** A write failed: the workspace goes back to what the file holds (its journal stays: it tells what happened). */
   const stepBack = (cause: StateWriteError) => {
     (fileState as WorkspaceState).abandon(cause);
-    const rows = (shared.state as NonNullable<typeof shared.state>).file.rows(id);
     (fileState as WorkspaceState).muted(() => {
-      restore(rows, false);
+      restore(false);
       pinRulePatients();
     });
   };
@@ -390,7 +402,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     prefix,
     seed,
     createdAt,
-    lastUsedAt: saved.length > 0 ? (restoredLastUse(saved) ?? createdAt) : createdAt,
+    lastUsedAt: lastUsedAt ?? createdAt,
     events,
     journal,
     store,
@@ -479,11 +491,4 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   self = workspace;
   savedLastUse = workspace.lastUsedAt.getTime();
   return workspace;
-}
-
-/** When a workspace kept in the state file was last used, from its row. */
-function restoredLastUse(rows: ReturnType<StateFile["rows"]>): Date | undefined {
-  const row = rows.find((r) => r.kind === "workspace");
-  const at = row ? (JSON.parse(row.value) as { lastUsedAt?: string }).lastUsedAt : undefined;
-  return at ? new Date(at) : undefined;
 }

@@ -7,8 +7,9 @@
 //
 // Settings (environment): BENCH_REQUESTS (10000) and BENCH_WARMUP (2000) per
 // throughput and allocation run, BENCH_TIMEOUT_MS per request (10000), BENCH_MEMORY_CALLS
-// (100000); scenario-matching has its own BENCH_CONNECTIONS (10),
-// BENCH_MATCHING_REQUESTS (3000) and BENCH_ROUNDS (4); request-log runs 3000 requests.
+// (100000), BENCH_STATE_RECORDS (100000: the records state-start builds); scenario-matching
+// has its own BENCH_CONNECTIONS (10), BENCH_MATCHING_REQUESTS (3000) and BENCH_ROUNDS (4);
+// request-log runs 3000 requests.
 //
 // A section is { id, title, run(settings) → Promise<Markdown | { markdown, summary }> },
 // summary lines being { what, value, target?, met? } for the table printed at the
@@ -25,6 +26,8 @@ import { pinning } from "./pinned.mjs";
 import { profile } from "./profile.mjs";
 import { requestLog } from "./request-log.mjs";
 import { scenarioMatching } from "./scenario-matching.mjs";
+import { stateFile } from "./state-file.mjs";
+import { stateStart } from "./state-start.mjs";
 import { throughput } from "./throughput.mjs";
 import { validation } from "./validation.mjs";
 import { workspaces } from "./workspaces.mjs";
@@ -42,10 +45,12 @@ const SECTIONS = [
   [scenarioMatching, { requests: "BENCH_MATCHING_REQUESTS", warmup: 300 }],
   [requestLog, { requests: 3000 }],
   [workspaces, {}],
+  [stateFile, {}],
+  [stateStart, {}],
 ];
 
 /** The whole run may not take longer than this; it fails instead of hanging. */
-const DEADLINE_MS = 25 * 60_000;
+const DEADLINE_MS = 35 * 60_000;
 
 function setting(name, fallback) {
   const raw = process.env[name];

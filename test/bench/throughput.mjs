@@ -113,7 +113,12 @@ export async function answersToCompare(timeoutMs) {
   return { sandbox: sandbox.body, profile: profile.body, references, bytes };
 }
 
-async function measure(spec, job, settings) {
+/**
+ * One run: a fresh pinned server (startPinned's `spec`), one checked message, then `job` through the load generator
+ * (warm-up, then the measured requests). `inspect(server, result)`, if given, runs before the server stops and its
+ * fields join the result. Fails on any answer other than 200 and on socket errors.
+ */
+export async function measure(spec, job, settings, inspect) {
   const server = await startPinned(spec);
   try {
     const url = `${server.url}${STANDARD_PATH}`;
@@ -141,7 +146,8 @@ async function measure(spec, job, settings) {
       throw new Error(`${job.prefix}: answers other than 200 or socket errors: ${JSON.stringify(result)}`);
     }
     // Server CPU per request (warm-up included): steadier than requests/s when other work shares the machine.
-    return { ...result, cpuUs: (cpuMicros(server.pid) - cpuBefore) / (settings.warmup + result.requests) };
+    const cpuUs = (cpuMicros(server.pid) - cpuBefore) / (settings.warmup + result.requests);
+    return { ...result, cpuUs, ...(inspect ? await inspect(server, result) : {}) };
   } finally {
     await server.stop();
   }

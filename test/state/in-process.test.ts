@@ -146,8 +146,8 @@ describe("a sandbox on a state file starts where the last one stopped", () => {
   });
 
   it("keeps nothing of a message it could not write, and answers 503 transient", async () => {
-    // Room for the empty schema and little more: the first message's rows do not fit (SQLITE_FULL).
-    const first = start({ maxStateFile: 16 * 1024 });
+    // Room for the empty schema (five 4 KiB pages) and little more: the first message's rows do not fit (SQLITE_FULL).
+    const first = start({ maxStateFile: 24 * 1024 });
     const refused = await post(first.app, allergyMessage("sesame".repeat(2000), "too-big"));
     expect(refused.status).toBe(503);
     expect(refused.headers.get("retry-after")).toMatch(/^\d+$/);
