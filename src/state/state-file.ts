@@ -1,4 +1,4 @@
-import { closeSync, existsSync, openSync, type Stats, statSync, unlinkSync } from "node:fs";
+import { closeSync, existsSync, openSync, type Stats, statSync } from "node:fs";
 import type { DatabaseSync, StatementSync } from "node:sqlite";
 import { rollBack } from "./roll-back.js";
 import { migrate, NewerSchema, SCHEMA_VERSION } from "./schema.js";
@@ -253,11 +253,6 @@ export class StateFile {
     }
   }
 
-  /** Forgets a workspace: it was deleted, or dropped for idleness. */
-  dropWorkspace(workspace: string): void {
-    this.commit(workspace, { clear: true, clearKinds: new Set(), rows: new Map() });
-  }
-
   /** A consistent copy of the whole file at `target` (VACUUM INTO), taken while the sandbox serves. */
   backup(target: string): void {
     if (existsSync(target)) throw new Error(`${target} exists already: the copy goes to a new file`);
@@ -352,9 +347,4 @@ function fileKind(stat: Stats): string {
 
 function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
-}
-
-/** Removes a state file with its write-ahead log and shared-memory index (tests, and a failed first start). */
-export function removeStateFile(path: string): void {
-  for (const file of [path, `${path}-wal`, `${path}-shm`]) if (existsSync(file)) unlinkSync(file);
 }
