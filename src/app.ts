@@ -411,6 +411,7 @@ export function createApp(
       resend: async (request) => app.fetch(request),
       pushes: () => dispatcher.stats(),
       allocation: options.allocation,
+      businessErrors: options.businessErrors,
     }),
   );
   app.get("/", (c) =>

@@ -69,6 +69,8 @@ export interface AdminDeps {
   /** Push deliveries under way (GET /__admin/health). */
   pushes(): PushStats;
   allocation: AllocationPolicy;
+  /** --business-errors: what status a scripted refusal gets by default, as the scenarios view says. */
+  businessErrors?: "message" | "http";
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null; stateFile: StateFileStatus | null };
   /** The state file (--state-file), for its backup; undefined: the sandbox is in memory only. */
@@ -429,7 +431,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     return jsonResponse(state);
   });
 
-  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view()));
+  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors)));
 
   // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
@@ -444,7 +446,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
         ),
       );
     }
-    return jsonResponse(c.get("workspace").scenarios.view());
+    return jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors));
   });
 
   // The clients file is the sandbox's, as the scenario files are: the global token only (sandboxWide).

@@ -21,6 +21,8 @@ export interface CompiledRule {
   name: string;
   source: string;
   line: number;
+  /** The conditions as written, for showing the rule (the matcher decides). */
+  when: NonNullable<RuleSpec["when"]>;
   matcher: Matcher;
   times: number | undefined;
   responses: CompiledResponse[];
@@ -147,6 +149,7 @@ export function compileRule(
       name: spec.name ?? `${where.source}#${where.index + 1}`,
       source: where.source,
       line,
+      when: spec.when ?? {},
       matcher: matcher.matcher,
       times: spec.times,
       responses,

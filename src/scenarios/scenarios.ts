@@ -3,6 +3,7 @@ import type { YamlProblem } from "../config/yaml-file.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
+import { ruleSummary } from "./rule-summary.js";
 import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
 import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
 import type { ScenarioFolder } from "./scenario-folder.js";
@@ -268,8 +269,8 @@ export class Scenarios {
     return { rules: this.#ruleSet(), invalid: false, passedOver: [], answered: undefined };
   }
 
-  /** What GET /__admin/scenarios shows. */
-  view() {
+  /** What GET /__admin/scenarios shows; `businessErrors` (--business-errors) decides a refusal's default status. */
+  view(businessErrors: "message" | "http" = "message") {
     return {
       folder: this.folder?.folder ?? null,
       loadedAt: this.folder?.loadedAt?.toISOString() ?? null,
@@ -287,6 +288,7 @@ export class Scenarios {
           responses: r.responses.length,
           matched: c.matched,
           answered: c.answered,
+          ...ruleSummary(r, businessErrors),
         };
       }),
     };
