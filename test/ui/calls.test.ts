@@ -65,13 +65,17 @@ describe.sequential("calls, live", { timeout: UI_TEST_TIMEOUT_MS }, () => {
     await page.getByRole("heading", { level: 1, name: `Call ${allergyCall}` }).waitFor();
 
     const request = page.getByRole("region", { name: "Request" });
+    // A message Bundle of three entries is longer than a body shown unfolded.
+    await request.getByText("Show the whole body").click();
     await request.getByText('"Allergy to penicillin"').waitFor();
     expect(await request.getByRole("link", { name: "entry 1" }).count()).toBe(1);
     const answer = page.getByRole("region", { name: "Answer" });
+    // So is the answer (a MessageHeader, the allergy and the patient).
+    await answer.getByText("Show the whole body").click();
     // The stored allergy: the server's id and version 1 (CONTRACT §4), in the answer and named above it.
     // The entry whose title names the stored allergy (the MessageHeader's focus names it too, as a reference).
     const entry = answer
-      .locator("details")
+      .locator("details.fhir-entry")
       .filter({ has: page.getByText(`AllergyIntolerance/${storedId}`, { exact: true }) });
     await entry.getByText(`"id": "${storedId}"`).waitFor();
     await entry.getByText('"versionId": "1"').waitFor();
@@ -81,8 +85,9 @@ describe.sequential("calls, live", { timeout: UI_TEST_TIMEOUT_MS }, () => {
     await screenshot(page, "call");
     expect(await seriousViolations(page)).toEqual([]);
 
-    // The patient's profile lists the allergy just added.
-    await resources.getByRole("link", { name: `urn:ae:emirates-id|${EMIRATES_ID}` }).click();
+    // The patient's profile lists the allergy just added; the link names the patient (docs/operations.md's name).
+    const patient = resources.getByRole("listitem").filter({ hasText: `urn:ae:emirates-id|${EMIRATES_ID}` });
+    await patient.getByRole("link", { name: "Reem Al Dhaheri" }).click();
     const allergies = page.getByRole("region", { name: "Allergies" });
     await allergies
       .getByRole("row")
@@ -166,6 +171,8 @@ describe.sequential("calls, live", { timeout: UI_TEST_TIMEOUT_MS }, () => {
         .click();
       expect(new URL(page.url()).hash).toBe(`#request-issue-${n}`);
       expect(await marked.evaluate((el) => el.id)).toBe(`request-issue-${n}`);
+      // Shown, though the request's body starts folded.
+      await marked.waitFor();
     }
     // The two leaf issues mark only their own node, not the resource around them.
     for (const [diagnostics, node] of expected.slice(0, 2)) {

@@ -1,18 +1,43 @@
 /** How the dashboard writes times, durations and sizes. */
 
-const time = new Intl.DateTimeFormat(undefined, {
-  hour: "2-digit",
-  minute: "2-digit",
-  second: "2-digit",
-  fractionalSecondDigits: 3,
-  hour12: false,
-});
-const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+/** A date-time with its zone, as the admin API and FHIR write instants; a FHIR date ("1985-04-12") is not one. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:\d{2})$/;
 
-/** 14:03:27.512 (and the full date in the title). */
-export const clock = (iso: string): string => time.format(new Date(iso));
+/**
+ * The one way the dashboard writes a moment: ISO 8601 in UTC with milliseconds, as the admin API, the journal and
+ * the request log write it, so a time on a page can be searched for and compared with theirs. Null when `value`
+ * is not a date-time with a zone (a date, a partial date, text): that is shown as it is.
+ *
+ * @example
+ *   instant("2026-11-27T13:23:50+04:00") // "2026-11-27T09:23:50.000Z"
+ */
+export function instant(value: string): string | null {
+  if (!INSTANT.test(value)) return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date.toISOString();
+}
 
-export const when = (iso: string | null | undefined): string => (iso ? dateTime.format(new Date(iso)) : "—");
+const UNITS: Array<[number, string]> = [
+  [86_400_000, "d"],
+  [3_600_000, "h"],
+  [60_000, "min"],
+  [1000, "s"],
+];
+
+/**
+ * How long ago (or how far ahead) a moment is, in the largest whole unit: "3 min ago", "in 5 s", "just now".
+ *
+ * @example
+ *   ago("2026-11-27T09:20:50Z", new Date("2026-11-27T09:23:50Z")) // "3 min ago"
+ */
+export function ago(value: string, now: Date = new Date()): string {
+  const diff = now.getTime() - new Date(value).getTime();
+  const size = Math.abs(diff);
+  const [unit, name] = UNITS.find(([u]) => size >= u) ?? [1000, "s"];
+  const n = Math.floor(size / unit);
+  if (n === 0) return "just now";
+  return diff >= 0 ? `${n} ${name} ago` : `in ${n} ${name}`;
+}
 
 export const ms = (value: number): string => (value < 10 ? `${value.toFixed(1)} ms` : `${Math.round(value)} ms`);
 

@@ -1,5 +1,6 @@
 import type { Child } from "hono/jsx";
 import { useEffect, useRef, useState } from "hono/jsx/dom";
+import { ago, instant } from "../format.js";
 
 /** What went wrong, in words, as an alert; nothing when nothing did. */
 export const Problem = ({ message }: { message: string | undefined }) =>
@@ -41,6 +42,24 @@ export const DataTable = ({
     </table>
   </div>
 );
+
+/**
+ * A moment, the one way every page shows one: ISO 8601 in UTC (see `instant`), how long ago in its tooltip (worked
+ * out again when the pointer comes, so it does not go stale). A date or partial date is shown as written; none, "—".
+ */
+export function Time({ at }: { at: string | null | undefined }) {
+  if (!at) return <>—</>;
+  const shown = instant(at);
+  if (shown === null) return <time datetime={at}>{at}</time>;
+  const refresh = (event: Event) => {
+    (event.currentTarget as HTMLElement).title = ago(shown);
+  };
+  return (
+    <time datetime={shown} title={ago(shown)} onMouseEnter={refresh}>
+      {shown}
+    </time>
+  );
+}
 
 export const Loading = () => <p class="muted">Loading…</p>;
 

@@ -132,14 +132,37 @@ const describeEntry = (entry: unknown): string => {
   return `${String(r.resourceType ?? "?")}${typeof r.id === "string" ? `/${r.id}` : ""}`;
 };
 
-/** A Bundle: its own elements, a table of its entries by resource type, then each entry as a collapsible section. */
-function BundleView({ bundle, ctx }: { bundle: Record<string, unknown>; ctx: Context }) {
+/** A Bundle's entries by resource type, each a link to its entry (which opens it, wherever it is folded). */
+function EntryTypes({ bundle, prefix }: { bundle: Record<string, unknown>; prefix: string }) {
   const entries = Array.isArray(bundle.entry) ? bundle.entry : [];
   const byType = new Map<string, number[]>();
   entries.forEach((e, i) => {
     const type = isObject(e) && isObject(e.resource) ? String(e.resource.resourceType) : "(no resource)";
     byType.set(type, [...(byType.get(type) ?? []), i]);
   });
+  if (byType.size === 0) return null;
+  return (
+    <nav aria-label={`Entries of the ${prefix} by resource type`} class="entry-types">
+      <ul>
+        {[...byType].map(([type, indexes]) => (
+          <li>
+            <strong>{type}</strong>:{" "}
+            {indexes.map((i, n) => (
+              <>
+                {n > 0 ? ", " : ""}
+                <a href={`#${entryAnchor(prefix, i)}`}>entry {i}</a>
+              </>
+            ))}
+          </li>
+        ))}
+      </ul>
+    </nav>
+  );
+}
+
+/** A Bundle: its own elements, then each entry as a collapsible section. */
+function BundleView({ bundle, ctx }: { bundle: Record<string, unknown>; ctx: Context }) {
+  const entries = Array.isArray(bundle.entry) ? bundle.entry : [];
   const own = Object.entries(bundle).filter(([k]) => k !== "entry");
   return (
     <div class="fhir-bundle">
@@ -148,21 +171,6 @@ function BundleView({ bundle, ctx }: { bundle: Record<string, unknown>; ctx: Con
           <JsonNode name={k} value={v} path={[k]} ctx={ctx} />
         ))}
       </div>
-      <nav aria-label={`Entries of the ${ctx.prefix} by resource type`} class="entry-types">
-        <ul>
-          {[...byType].map(([type, indexes]) => (
-            <li>
-              <strong>{type}</strong>:{" "}
-              {indexes.map((i, n) => (
-                <>
-                  {n > 0 ? ", " : ""}
-                  <a href={`#${entryAnchor(ctx.prefix, i)}`}>entry {i}</a>
-                </>
-              ))}
-            </li>
-          ))}
-        </ul>
-      </nav>
       {entries.map((entry, i) => (
         <Marked path={["entry", i]} ctx={ctx}>
           <details open class="fhir-entry" id={entryAnchor(ctx.prefix, i)}>
@@ -191,7 +199,37 @@ export interface FhirViewProps {
   marks?: ReadonlyArray<{ issue: number; locations: JsonStep[][] }>;
 }
 
-/** FHIR JSON, pretty and collapsible; references link to their entry; nodes that issues point at are marked. */
+/** Past this many lines (as pretty JSON), a body starts folded: a call's page stays a few screens tall. */
+export const LONG_BODY_LINES = 60;
+
+/** The lines a value takes as pretty JSON (2 spaces), about the lines it takes on the page. */
+export const jsonLines = (value: unknown): number => (JSON.stringify(value, null, 2) ?? "").split("\n").length;
+
+/**
+ * A long body folded in a native disclosure (no script needed to open it; the browser opens it on its own for
+ * find-in-page and for a link to a place inside). Short ones are shown as they are.
+ */
+export function Folded({ lines, marked = [], children }: { lines: number; marked?: number[]; children: Child }) {
+  if (lines <= LONG_BODY_LINES) return <>{children}</>;
+  return (
+    <details class="long-body">
+      <summary>
+        <span class="when-closed">Show the whole body</span>
+        <span class="when-open">Fold the body</span>{" "}
+        <span class="muted">
+          ({lines} lines
+          {marked.length === 0 ? "" : `; issue${marked.length === 1 ? "" : "s"} ${marked.join(", ")} marked inside`})
+        </span>
+      </summary>
+      {children}
+    </details>
+  );
+}
+
+/**
+ * FHIR JSON, pretty and collapsible, folded as a whole when long; references link to their entry; nodes that
+ * issues point at are marked.
+ */
 export function FhirView({ value, prefix, marks = [] }: FhirViewProps) {
   const byPath = new Map<string, number[]>();
   for (const { issue, locations } of marks)
@@ -205,13 +243,16 @@ export function FhirView({ value, prefix, marks = [] }: FhirViewProps) {
   };
   return (
     <div class="fhir">
-      {bundle ? (
-        <Marked path={[]} ctx={ctx}>
-          <BundleView bundle={bundle} ctx={ctx} />
-        </Marked>
-      ) : (
-        <JsonNode value={value} path={[]} ctx={ctx} />
-      )}
+      {bundle ? <EntryTypes bundle={bundle} prefix={prefix} /> : null}
+      <Folded lines={jsonLines(value)} marked={marks.filter((m) => m.locations.length > 0).map((m) => m.issue)}>
+        {bundle ? (
+          <Marked path={[]} ctx={ctx}>
+            <BundleView bundle={bundle} ctx={ctx} />
+          </Marked>
+        ) : (
+          <JsonNode value={value} path={[]} ctx={ctx} />
+        )}
+      </Folded>
     </div>
   );
 }

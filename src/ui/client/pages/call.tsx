@@ -1,37 +1,26 @@
-import { useState } from "hono/jsx/dom";
+import { useEffect, useState } from "hono/jsx/dom";
 import { apiFetch, pageUrl, post } from "../api.js";
 import {
   Badge,
   CopyButton,
-  DataTable,
   ErrorNote,
   Facts,
   Loading,
   Problem,
+  Time,
   toneOfCode,
   toneOfStatus,
 } from "../components/common.js";
-import { FhirView, issueAnchor } from "../components/fhir-view.js";
+import { FhirView, Folded, issueAnchor } from "../components/fhir-view.js";
 import { curlCommand } from "../curl.js";
-import { ms, patientPath, when } from "../format.js";
+import { ms } from "../format.js";
+import { useLive } from "../live.js";
 import type { PageProps } from "../main.js";
-import type { CallDetail, RuleOutcome } from "../types.js";
+import { revealHash } from "../reveal.js";
+import type { CallDetail, CallSummary } from "../types.js";
 import { useData } from "../use-data.js";
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
-
-/** A body as recorded → what to show: the message Bundle inside an envelope, else the body itself. */
-function unwrap(body: unknown): { value: unknown; enveloped: boolean } {
-  if (isObject(body) && typeof body.content === "string") {
-    try {
-      return { value: JSON.parse(body.content), enveloped: true };
-    } catch {
-      // Not JSON inside: shown as it came.
-    }
-  }
-  return { value: body, enveloped: false };
-}
+import { Decision } from "./call-decision.js";
+import { LinkedOrder, Resources, SameMessage, unwrap } from "./call-links.js";
 
 const bodyText = (body: unknown) => (body === null ? "" : typeof body === "string" ? body : JSON.stringify(body));
 
@@ -62,7 +51,12 @@ function Body({
 }) {
   if (body === null || body === "") return <p class="muted">No body.</p>;
   const { value, enveloped } = unwrap(body);
-  if (typeof value === "string") return <pre class="raw">{value}</pre>;
+  if (typeof value === "string")
+    return (
+      <Folded lines={value.split("\n").length}>
+        <pre class="raw">{value}</pre>
+      </Folded>
+    );
   return (
     <>
       {enveloped ? <p class="muted">The message Bundle inside the envelope's content:</p> : null}
@@ -70,79 +64,6 @@ function Body({
     </>
   );
 }
-
-/** The patients a request message is about: its Patient entries' identifiers. */
-function patientKeys(body: unknown): string[] {
-  const { value } = unwrap(body);
-  if (!isObject(value) || !Array.isArray(value.entry)) return [];
-  return value.entry.flatMap((e) => {
-    const r = isObject(e) ? e.resource : undefined;
-    if (!isObject(r) || r.resourceType !== "Patient" || !Array.isArray(r.identifier)) return [];
-    return r.identifier.flatMap((i) =>
-      isObject(i) && typeof i.value === "string" ? [`${typeof i.system === "string" ? i.system : ""}|${i.value}`] : [],
-    );
-  });
-}
-
-/** Resources of an answer other than its MessageHeader and OperationOutcome: what was stored or found. */
-function answeredResources(body: unknown): Array<{ index: number; type: string; id: string; version?: string }> {
-  const { value } = unwrap(body);
-  if (!isObject(value) || !Array.isArray(value.entry)) return [];
-  return value.entry.flatMap((e, index) => {
-    const r = isObject(e) ? e.resource : undefined;
-    if (!isObject(r) || r.resourceType === "MessageHeader" || r.resourceType === "OperationOutcome") return [];
-    const meta = isObject(r.meta) ? r.meta : {};
-    return [
-      {
-        index,
-        type: String(r.resourceType),
-        id: String(r.id ?? ""),
-        ...(typeof meta.versionId === "string" ? { version: meta.versionId } : {}),
-      },
-    ];
-  });
-}
-
-function Decision({ call }: { call: CallDetail }) {
-  const rules: RuleOutcome[] = call.explanation.rules ?? [];
-  return (
-    <section aria-labelledby="decision">
-      <h2 id="decision">Rule decision</h2>
-      <p>{call.explanation.summary}</p>
-      {call.explanation.otherOperations ? (
-        <p class="muted">
-          {call.explanation.otherOperations} rule{call.explanation.otherOperations === 1 ? "" : "s"} of other operations
-          were not tried.
-        </p>
-      ) : null}
-      {rules.length > 0 ? (
-        <DataTable
-          caption={<>Scenario rules this message met, and their outcome</>}
-          columns={["Rule", "Where", "Outcome", "Why"]}
-        >
-          {rules.map((r) => (
-            <tr>
-              <td>{r.rule}</td>
-              <td>
-                {r.source}:{r.line}
-              </td>
-              <td>
-                <Badge tone={r.outcome === "answered" ? "good" : r.outcome === "not-matched" ? "warn" : undefined}>
-                  {r.outcome}
-                </Badge>
-              </td>
-              <td>{describeReason(r)}</td>
-            </tr>
-          ))}
-        </DataTable>
-      ) : null}
-    </section>
-  );
-}
-
-/** A near miss in words: the condition that failed and what the message had, or why a matching rule did not answer. */
-const describeReason = (rule: RuleOutcome): string =>
-  [rule.failed, rule.note].filter(Boolean).join("; ") || (rule.outcome === "answered" ? "it matched" : "—");
 
 function Issues({ call }: { call: CallDetail }) {
   if (call.issues.length === 0) return null;
@@ -255,19 +176,25 @@ function Actions({ call }: { call: CallDetail }) {
   );
 }
 
-/** One call: what came, what went back, why, and what to do with it. */
+/** One call: what came, what went back, why, what it is part of now, and what to do with it. */
 export function CallPage({ param }: PageProps) {
-  const { data: call, error } = useData<CallDetail>(`calls/${encodeURIComponent(param)}`);
+  const { data: call, error, reload } = useData<CallDetail>(`calls/${encodeURIComponent(param)}`);
+  useLive(({ event, data }) => {
+    // A record does not change, but it may come after its page was opened, or go with the journal.
+    if (event === "calls-cleared" || (event === "call" && (data as CallSummary).id === param && !call)) reload();
+  });
+  // The address may point inside a folded body (an issue's mark): open it once the body is there.
+  useEffect(() => {
+    if (call) revealHash();
+  }, [call]);
   if (error) return <ErrorNote error={error} />;
   if (!call) return <Loading />;
   const marks = call.issues.map((issue, i) => ({ issue: i + 1, locations: issue.locations }));
-  const patients = patientKeys(call.request.body);
-  const resources = call.response ? answeredResources(call.response.body) : [];
   return (
     <>
       <Facts
         items={[
-          ["Time", when(call.at)],
+          ["Time", <Time at={call.at} />],
           ["Direction", call.direction],
           ["Operation", call.operation ?? "not told"],
           ["Request", `${call.request.method} ${call.target ?? call.request.path}`],
@@ -289,24 +216,9 @@ export function CallPage({ param }: PageProps) {
           ...(call.upstream ? ([["Upstream", call.upstream]] as Array<[string, string]>) : []),
         ]}
       />
-      {patients.length > 0 || resources.length > 0 ? (
-        <section aria-labelledby="resources">
-          <h2 id="resources">Resources</h2>
-          <ul>
-            {resources.map((r) => (
-              <li>
-                In the answer: <a href={`#answer-entry-${r.index}`}>{`${r.type}/${r.id}`}</a>
-                {r.version ? ` (stored, version ${r.version})` : ""}
-              </li>
-            ))}
-            {patients.map((key) => (
-              <li>
-                Patient <a href={pageUrl(patientPath(key))}>{key}</a>: profile as the sandbox holds it now
-              </li>
-            ))}
-          </ul>
-        </section>
-      ) : null}
+      <LinkedOrder call={call} />
+      <SameMessage call={call} />
+      <Resources call={call} />
       <Actions call={call} />
       <Decision call={call} />
       <Issues call={call} />
@@ -333,6 +245,9 @@ export function CallPage({ param }: PageProps) {
     </>
   );
 }
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 function responseCodeOf(call: CallDetail) {
   const { value } = unwrap(call.response?.body ?? null);

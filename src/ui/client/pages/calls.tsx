@@ -1,7 +1,16 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl } from "../api.js";
-import { Badge, DataTable, ErrorNote, Loading, toneOfCode, toneOfStatus, useThrottled } from "../components/common.js";
-import { clock, ms, when } from "../format.js";
+import {
+  Badge,
+  DataTable,
+  ErrorNote,
+  Loading,
+  Time,
+  toneOfCode,
+  toneOfStatus,
+  useThrottled,
+} from "../components/common.js";
+import { ms } from "../format.js";
 import { useLive } from "../live.js";
 import type { CallPage, Operations } from "../types.js";
 import { useData } from "../use-data.js";
@@ -149,8 +158,8 @@ export function CallsPage() {
           {calls.map((call) => (
             <tr key={call.id}>
               <td>
-                <a href={pageUrl(`calls/${call.id}`)} title={when(call.at)}>
-                  {clock(call.at)}
+                <a href={pageUrl(`calls/${call.id}`)}>
+                  <Time at={call.at} />
                 </a>{" "}
                 <span class="muted">#{call.id}</span>
               </td>

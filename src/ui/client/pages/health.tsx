@@ -1,6 +1,6 @@
 import type { Child } from "hono/jsx";
-import { ErrorNote, Facts, Loading, useThrottled } from "../components/common.js";
-import { bytes, duration } from "../format.js";
+import { ErrorNote, Facts, Loading, Time, useThrottled } from "../components/common.js";
+import { bytes, duration, instant } from "../format.js";
 import { useLive } from "../live.js";
 import { useData } from "../use-data.js";
 
@@ -14,6 +14,7 @@ function shown(name: string, value: unknown): Child {
   if (typeof value === "number" && /bytes/i.test(name)) return bytes(value);
   if (typeof value === "number" && /seconds/i.test(name)) return duration(value);
   if (value === null || value === undefined) return "—";
+  if (typeof value === "string" && instant(value) !== null) return <Time at={value} />;
   if (typeof value === "number") return value.toLocaleString("en");
   if (typeof value === "object")
     return Object.entries(value)

@@ -1,8 +1,8 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl, post } from "../api.js";
-import { Badge, DataTable, ErrorNote, Facts, Loading, Problem } from "../components/common.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading, Problem, Time } from "../components/common.js";
+import { PatientLink, useHeld } from "../components/patient-link.js";
 import { OrderStateDiagram } from "../components/state-diagram.js";
-import { clock, patientPath, when } from "../format.js";
 import { useLive } from "../live.js";
 import type { PageProps } from "../main.js";
 import type { Delivery, OrderView } from "../types.js";
@@ -10,9 +10,24 @@ import { useData } from "../use-data.js";
 import { toneOfState } from "./orders.js";
 
 const delivery = (d: Delivery | null) =>
-  d === null
-    ? "—"
-    : `${d.attempts} attempt${d.attempts === 1 ? "" : "s"}${d.status !== null ? `, answered ${d.status}` : ""}${d.error ? `, ${d.error}` : ""}${d.deliveredAt ? `, delivered ${clock(d.deliveredAt)}` : ""}`;
+  d === null ? (
+    "—"
+  ) : (
+    <>
+      {d.attempts} attempt{d.attempts === 1 ? "" : "s"}
+      {d.status !== null ? `, answered ${d.status}` : ""}
+      {d.error ? `, ${d.error}` : ""}
+      {d.deliveredAt ? (
+        <>
+          , delivered <Time at={d.deliveredAt} />
+        </>
+      ) : null}
+    </>
+  );
+
+function OrderPatient({ patientKey }: { patientKey: string }) {
+  return <PatientLink patientKey={patientKey} held={useHeld(patientKey)} />;
+}
 
 /** One order: its state on the diagram, its pharmacies, its timeline; allocate or cancel it. */
 export function OrderPage({ param }: PageProps) {
@@ -46,9 +61,9 @@ export function OrderPage({ param }: PageProps) {
       <Facts
         items={[
           ["Kind", order.kind],
-          ["Created", when(order.createdAt)],
-          ["Deadline to confirm", when(order.deadline)],
-          ["Patient", <a href={pageUrl(patientPath(patientKey))}>{patientKey}</a>],
+          ["Created", <Time at={order.createdAt} />],
+          ["Deadline to confirm", <Time at={order.deadline} />],
+          ["Patient", <OrderPatient patientKey={patientKey} />],
           ["Items", order.items.map((i) => i.display ?? i.code ?? i.requestId).join("; ")],
         ]}
       />
@@ -70,7 +85,15 @@ export function OrderPage({ param }: PageProps) {
                 {p.businessStatus ? ` (${p.businessStatus})` : ""}
               </td>
               <td>{delivery(p.delivery)}</td>
-              <td>{p.confirmation ? `${p.confirmation.availability} at ${clock(p.confirmation.at)}` : "—"}</td>
+              <td>
+                {p.confirmation ? (
+                  <>
+                    {p.confirmation.availability} at <Time at={p.confirmation.at} />
+                  </>
+                ) : (
+                  "—"
+                )}
+              </td>
               <td>{delivery(p.allocationDelivery)}</td>
               <td>
                 {order.state === "open" &&
@@ -91,7 +114,7 @@ export function OrderPage({ param }: PageProps) {
         <ol class="timeline">
           {order.history.map((h) => (
             <li>
-              <time datetime={h.at}>{clock(h.at)}</time> {h.event}
+              <Time at={h.at} /> {h.event}
             </li>
           ))}
         </ol>

@@ -1,7 +1,6 @@
 import { useState } from "hono/jsx/dom";
 import { pageUrl, post } from "../api.js";
-import { Badge, DataTable, ErrorNote, Loading, Problem, useThrottled } from "../components/common.js";
-import { when } from "../format.js";
+import { Badge, DataTable, ErrorNote, Loading, Problem, Time, useThrottled } from "../components/common.js";
 import { useLive } from "../live.js";
 import type { OrderView, Pharmacy } from "../types.js";
 import { useData } from "../use-data.js";
@@ -119,8 +118,12 @@ export function OrdersPage() {
                 <td>
                   <Badge tone={toneOfState(o.state)}>{o.state}</Badge>
                 </td>
-                <td>{when(o.createdAt)}</td>
-                <td>{when(o.deadline)}</td>
+                <td>
+                  <Time at={o.createdAt} />
+                </td>
+                <td>
+                  <Time at={o.deadline} />
+                </td>
                 <td>
                   {o.pharmacies.map((p) => (
                     <span class="pharmacy-state">

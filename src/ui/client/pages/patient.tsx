@@ -1,10 +1,10 @@
 import type { Child } from "hono/jsx";
-import { Badge, DataTable, ErrorNote, Facts, Loading, useThrottled } from "../components/common.js";
-import { when } from "../format.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading, Time, useThrottled } from "../components/common.js";
+import { useHeading } from "../heading.js";
 import { useLive } from "../live.js";
 import type { PageProps } from "../main.js";
+import { patientTitle, personName } from "../patient-name.js";
 import { useData } from "../use-data.js";
-import { nameOf } from "./patients.js";
 
 // biome-ignore lint/suspicious/noExplicitAny: FHIR resources of any shape, read defensively below
 type Resource = Record<string, any>;
@@ -83,6 +83,7 @@ export function PatientPage({ param }: PageProps) {
   useLive(({ event }) => {
     if (event === "ready" || event === "call") reload();
   });
+  useHeading(state.data ? `Patient ${patientTitle(state.data.patient)}` : undefined);
   if (state.error) return <ErrorNote error={state.error} />;
   if (!state.data) return <Loading />;
   const { patient, keys, records } = state.data;
@@ -90,7 +91,7 @@ export function PatientPage({ param }: PageProps) {
     <>
       <Facts
         items={[
-          ["Name", nameOf(patient.name ?? [])],
+          ["Name", personName(patient.name) ?? "(no name)"],
           ["Gender", patient.gender ?? "—"],
           ["Born", patient.birthDate ?? "—"],
           ["Server id", patient.id],
@@ -105,7 +106,7 @@ export function PatientPage({ param }: PageProps) {
           ["Clinical status", (r) => code(r.clinicalStatus) ?? "—"],
           ["Verification", (r) => code(r.verificationStatus) ?? "—"],
           ["Criticality", (r) => r.criticality ?? "—"],
-          ["Recorded", (r) => r.recordedDate ?? "—"],
+          ["Recorded", (r) => <Time at={r.recordedDate} />],
           ["Id", (r) => r.id],
         ]}
       />
@@ -116,7 +117,7 @@ export function PatientPage({ param }: PageProps) {
           ["Kind", (r) => (r.resourceType === "Condition" ? "condition" : "procedure")],
           ["What", (r) => concept(r.code)],
           ["Status", (r) => code(r.clinicalStatus) ?? r.status ?? "—"],
-          ["When", (r) => r.onsetDateTime ?? r.performedDateTime ?? r.recordedDate ?? "—"],
+          ["When", (r) => <Time at={r.onsetDateTime ?? r.performedDateTime ?? r.recordedDate} />],
           ["Id", (r) => r.id],
         ]}
       />
@@ -126,7 +127,7 @@ export function PatientPage({ param }: PageProps) {
         columns={[
           ["Measurement", (r) => concept(r.code)],
           ["Value", observationValue],
-          ["When", (r) => (r.effectiveDateTime ? when(r.effectiveDateTime) : "—")],
+          ["When", (r) => <Time at={r.effectiveDateTime} />],
           ["Status", (r) => r.status ?? "—"],
           ["Id", (r) => r.id],
         ]}
@@ -139,7 +140,7 @@ export function PatientPage({ param }: PageProps) {
           ["Status", (r) => <Badge>{r.status ?? "—"}</Badge>],
           ["Priority", (r) => r.priority ?? "—"],
           ["Performer", (r) => concept(r.performerType?.[0])],
-          ["Authored", (r) => r.authoredOn ?? "—"],
+          ["Authored", (r) => <Time at={r.authoredOn} />],
           ["Id", (r) => r.id],
         ]}
       />

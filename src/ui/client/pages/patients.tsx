@@ -3,6 +3,7 @@ import { pageUrl } from "../api.js";
 import { DataTable, ErrorNote, Loading, useThrottled } from "../components/common.js";
 import { patientPath } from "../format.js";
 import { useLive } from "../live.js";
+import { patientTitle } from "../patient-name.js";
 import { useData } from "../use-data.js";
 
 interface PatientSummary {
@@ -13,12 +14,6 @@ interface PatientSummary {
   birthDate: string | null;
   records: Record<string, number>;
 }
-
-export const nameOf = (names: PatientSummary["name"]): string => {
-  const n = names[0];
-  if (!n) return "(no name)";
-  return n.text ?? [...(n.given ?? []), n.family].filter(Boolean).join(" ");
-};
 
 const keyOf = (p: PatientSummary) => {
   const id = p.identifier.find((i) => i.value);
@@ -63,7 +58,7 @@ export function PatientsPage() {
           {list.data.patients.map((p) => (
             <tr>
               <th scope="row">
-                <a href={pageUrl(patientPath(keyOf(p)))}>{nameOf(p.name)}</a>
+                <a href={pageUrl(patientPath(keyOf(p)))}>{patientTitle(p)}</a>
               </th>
               <td class="wrap">{p.identifier.map((i) => `${i.system ?? ""}|${i.value ?? ""}`).join(", ") || p.id}</td>
               <td>{p.gender ?? "—"}</td>

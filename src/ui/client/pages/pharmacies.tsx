@@ -1,6 +1,5 @@
 import { pageUrl } from "../api.js";
-import { Badge, DataTable, ErrorNote, Loading, toneOfStatus, useThrottled } from "../components/common.js";
-import { when } from "../format.js";
+import { Badge, DataTable, ErrorNote, Loading, Time, toneOfStatus, useThrottled } from "../components/common.js";
 import { useLive } from "../live.js";
 import type { Pharmacy } from "../types.js";
 import { useData } from "../use-data.js";
@@ -10,7 +9,7 @@ function LastDelivery({ pharmacy }: { pharmacy: Pharmacy }) {
   if (!d) return <>none yet</>;
   return (
     <>
-      <a href={pageUrl(`calls/${d.callId}`)}>{d.operation ?? "push"}</a> at {when(d.at)}
+      <a href={pageUrl(`calls/${d.callId}`)}>{d.operation ?? "push"}</a> at <Time at={d.at} />
       {d.attempt ? `, attempt ${d.attempt}` : ""}:{" "}
       <Badge tone={toneOfStatus(d.status)}>{d.status ?? "no answer"}</Badge>
       {d.error ? ` ${d.error}` : ""}
