@@ -272,7 +272,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "log-level",
     { oneOf: LOG_LEVELS },
     "info",
-    "least severe messages shown: debug, info (a line per call), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
+    "least severe messages shown: debug, info (a line per call, and admin actions: a reset, rules added or removed, a workspace made or dropped, …), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
   ),
   flag(
     "log-time",
@@ -280,7 +280,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "clock",
     "the time of the pretty lines: clock (local HH:MM:SS.mmm) or iso (ISO 8601 with the date and the UTC offset); JSON's time is always ISO 8601 in UTC",
   ),
-  flag("quiet", "boolean", "false", "no line per call; the banner, warnings and errors still", "q"),
+  flag("quiet", "boolean", "false", "no line per call; the banner, admin actions, warnings and errors still", "q"),
   flag(
     "cors",
     "origins",

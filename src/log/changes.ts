@@ -18,7 +18,7 @@ function changeMessage(c: SandboxChange): string {
   const w = `workspace ${c.workspace}`;
   switch (c.change) {
     case "reset":
-      return `${w} reset: ${counted(c.calls, "call")}, ${counted(c.orders, "order")} and ${counted(c.patients, "patient")} cleared, the fixtures loaded again; ${counted(c.runtimeRules, "rule")} added at run time kept`;
+      return `${w} reset: ${counted(c.calls, "call")}, ${counted(c.orders, "order")} and ${counted(c.patients, "patient")} cleared, the fixtures loaded again${c.runtimeRules > 0 ? `; ${counted(c.runtimeRules, "rule")} added at run time kept` : ""}`;
     case "rules-added":
       return `${counted(c.rules, "rule")} added to ${w} (${c.source})`;
     case "rules-removed":

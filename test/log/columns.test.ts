@@ -117,7 +117,10 @@ describe("the pretty line per call keeps its columns", () => {
   it("with the longest operation, a 200-character path, long rule names and a long pharmacy licence", async () => {
     const lines = await stretchedLines({});
     expect(lines).toHaveLength(5);
-    const [longest, path, fault, down, push] = lines.map((l) => columns(l, AFTER_CLOCK));
+    const [longest, path, fault, down, push] = lines.map((l) => columns(l, AFTER_CLOCK)) as Array<
+      ReturnType<typeof columns>
+    > &
+      Record<0 | 1 | 2 | 3 | 4, ReturnType<typeof columns>>;
     for (const line of lines) {
       expect(line.slice(0, 12), line).toMatch(/^\d\d:\d\d:\d\d\.\d{3}$/);
       expect(columns(line, AFTER_CLOCK).gaps, line).toEqual(Array(line.length > AFTER_CLOCK.notes ? 8 : 7).fill(" "));
