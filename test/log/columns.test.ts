@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import type { AllergyIntolerance } from "fhir/r4.js";
 import type { Hono } from "hono";
 import { afterEach, describe, expect, it } from "vitest";
@@ -196,5 +197,27 @@ describe("the pretty line per call keeps its columns", () => {
     }
     expect(columns(lines[1] as string, at).operation).toBe(`POST /${"a".repeat(22)}…`);
     expect(columns(lines[2] as string, at).by).toBe("a-rule-whose-name-is-longer…");
+  });
+});
+
+describe("the README's request-log example", () => {
+  it("is in these columns, line by line (it was made by a real run)", () => {
+    const readme = readFileSync(new URL("../../README.md", import.meta.url), "utf8");
+    const section = readme.slice(
+      readme.indexOf("## The request log"),
+      readme.indexOf("## When something doesn't match"),
+    );
+    const quickStart = readme.slice(0, readme.indexOf("## The request log"));
+    const calls = `${section}\n${quickStart}`.split("\n").filter((l) => /^\d\d:\d\d:\d\d\.\d{3} (IN |OUT) /.test(l));
+    // The example's 7 calls and the quick start's one.
+    expect(calls).toHaveLength(8);
+    for (const line of calls) {
+      const c = columns(line, AFTER_CLOCK);
+      expect(c.gaps, line).toEqual(Array(line.length > AFTER_CLOCK.notes ? 8 : 7).fill(" "));
+      expect(c.status, line).toMatch(/^(\d{3}|---)$/);
+      expect(c.code.trimEnd(), line).toMatch(/^(ok|transient-error|fatal-error|-)$/);
+      expect(c.duration, line).toMatch(/^ *\d+(\.\d)? ms$/);
+      expect(c.callId, line).toMatch(/^#\d+ *$/);
+    }
   });
 });
