@@ -272,7 +272,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "log-level",
     { oneOf: LOG_LEVELS },
     "info",
-    "least severe messages shown: debug, info (a line per call, and admin actions: a reset, rules added or removed, a workspace made or dropped, …), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
+    "least severe messages shown: debug, info (a line per call and per admin action), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
   ),
   flag(
     "log-time",

@@ -35,7 +35,7 @@ function changeMessage(c: SandboxChange): string {
 }
 
 /** "1 rule", "3 rules": the nouns here all take an s. */
-export const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
+const counted = (n: number, noun: string): string => `${n} ${noun}${n === 1 ? "" : "s"}`;
 
 /** An idle time as a person says it: seconds, minutes or hours, whole. */
 function idle(ms: number): string {
