@@ -188,7 +188,7 @@ export function createApp(
     operations: operationNames(catalogue),
     maxFileBytes: options.maxScenarioFile,
     events: {
-      onLoad: ({ ok, problems }) => {
+      onLoad: ({ ok, problems }, cause) => {
         // The first load is told by whoever started the sandbox (the CLI's banner); reloads are logged.
         if (started && ok) {
           logger.info(`scenarios loaded from ${options.scenarios}: ${folder.rules.rules.length} rules`, {
@@ -196,6 +196,8 @@ export function createApp(
             source: options.scenarios,
             files: folder.scenarios.length,
             rules: folder.rules.rules.length,
+            // What made it: a file changed (the watch) or POST /__admin/scenarios/reload.
+            cause,
           });
         } else if (started) {
           const lines = problems.map(formatProblem);
@@ -214,7 +216,7 @@ export function createApp(
     fsWatch: deps.fsWatch,
   });
   let started = false;
-  const loaded = folder.reload();
+  const loaded = folder.reload("start");
   if (!loaded.ok) throw new Error(`invalid scenario files:\n${loaded.problems.map(formatProblem).join("\n")}`);
   started = true;
   const named = [...options.workspaceNames, ...(auth?.namedWorkspaces ?? [])];
@@ -302,6 +304,7 @@ export function createApp(
     },
     (id) => createWorkspace(id, shared),
     deps.now,
+    events,
   );
   // Every workspace the state file keeps comes back as it was (the default one was made from it above).
   if (stateFile) workspaces.restore(stateFile.workspaces());

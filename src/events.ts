@@ -23,16 +23,30 @@ export interface SandboxEventMap {
   "admin:answered": [{ method: string; path: string; status: number; durationMs: number; workspace?: string }];
   /** The scenarios folder was loaded or reloaded; on problems the previous set keeps serving. */
   "scenarios:loaded": [{ ok: boolean; problems: YamlProblem[] }];
+  /** Someone changed the sandbox's state by hand (the admin API, the embedded handle): the request log says so. */
+  "sandbox:changed": [SandboxChange];
 }
 
+/**
+ * A change made by hand, with what it counted: a reset, rules added or removed at run time, the journal cleared,
+ * a workspace made, deleted or dropped for idleness. `workspace` is the one it acted in.
+ */
+export type SandboxChange =
+  | { change: "reset"; workspace: string; calls: number; orders: number; patients: number; runtimeRules: number }
+  | { change: "rules-added"; workspace: string; source: string; rules: number }
+  | { change: "rules-removed"; workspace: string; rules: number }
+  | { change: "calls-cleared"; workspace: string; calls: number }
+  | { change: "workspace-created" | "workspace-deleted"; workspace: string; workspaces: number }
+  | { change: "workspace-dropped"; workspace: string; workspaces: number; idleMs: number };
+
 /** What a workspace's bus passes on to the sandbox-wide one: what observers of every workspace (the journal file, logs) hear. */
-const PASSED_ON: ReadonlySet<keyof SandboxEventMap> = new Set(["call:recorded", "order:updated"]);
+const PASSED_ON: ReadonlySet<keyof SandboxEventMap> = new Set(["call:recorded", "order:updated", "sandbox:changed"]);
 
 /**
  * An event bus. Each workspace has its own (its journal, waiters and order
  * observers listen there); given the sandbox-wide bus as `parent`, it passes
  * recorded calls and order changes on to it as well, without a listener of
- * its own (so listener counts stay those of real observers).
+ * its own (so listener counts stay those of real observers); its changes by hand too.
  */
 export class SandboxEvents extends EventEmitter<SandboxEventMap> {
   readonly #parent: SandboxEvents | undefined;

@@ -8,7 +8,7 @@ import { callView } from "./journal/call-view.js";
 import type { CallFilter } from "./journal/journal.js";
 import { compileExpectation, type Expectation, expectationSchema, type Verification } from "./journal/verify.js";
 import { waitUntil } from "./journal/wait.js";
-import { createRequestLog, type LogFormat, type LogLevel } from "./log/request-log.js";
+import { createRequestLog, type LogFormat, type LogLevel, type LogTime } from "./log/request-log.js";
 import { type OperationNames, operationNames } from "./routing/operation-names.js";
 import { startServer } from "./server/start-server.js";
 
@@ -27,7 +27,7 @@ export interface SandboxInit extends Partial<SandboxOptions> {
    * The CLI's request log on this process's stdout and stderr — a line per call, and the sandbox's messages —
    * instead of `deps.logger`. Off by default: a test suite's output stays its own.
    */
-  log?: { format?: LogFormat; level?: LogLevel; colours?: boolean };
+  log?: { format?: LogFormat; level?: LogLevel; colours?: boolean; time?: LogTime };
 }
 
 /** A test suite's close() should not wait long for a call it abandoned. */
@@ -85,6 +85,7 @@ export async function createSandbox(init: SandboxInit = {}): Promise<Sandbox> {
           format: logSettings.format ?? (process.stdout.isTTY ? "pretty" : "json"),
           level: logSettings.level ?? "info",
           colours: logSettings.colours ?? process.stdout.isTTY === true,
+          time: logSettings.time ?? "clock",
         },
         { out: process.stdout, err: process.stderr },
       )

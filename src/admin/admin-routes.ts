@@ -346,9 +346,10 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   });
 
   admin.delete("/calls", (c) => {
-    const { journal } = c.get("workspace");
+    const { journal, events, id } = c.get("workspace");
     const cleared = journal.size;
     journal.clear();
+    events.emit("sandbox:changed", { change: "calls-cleared", workspace: id, calls: cleared });
     return jsonResponse({ cleared });
   });
 
@@ -476,7 +477,12 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     return jsonResponse({ source: added.scenario.source, rules: added.scenario.rules.map((r) => r.id) }, 201);
   });
 
-  admin.delete("/scenarios", (c) => jsonResponse({ removed: c.get("workspace").scenarios.clearRuntime() }));
+  admin.delete("/scenarios", (c) => {
+    const { scenarios, events, id } = c.get("workspace");
+    const removed = scenarios.clearRuntime();
+    events.emit("sandbox:changed", { change: "rules-removed", workspace: id, rules: removed });
+    return jsonResponse({ removed });
+  });
 
   admin.get("/pharmacies", (c) => {
     const { pharmacies, journal } = c.get("workspace");

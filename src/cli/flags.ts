@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
-import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "../log/request-log.js";
+import { LOG_FORMATS, LOG_LEVELS, LOG_TIMES, type LogFormat, type LogLevel, type LogTime } from "../log/request-log.js";
 import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 
 /** How a flag's text becomes a value. */
@@ -272,9 +272,15 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "log-level",
     { oneOf: LOG_LEVELS },
     "info",
-    "least severe messages shown: debug, info (a line per call), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
+    "least severe messages shown: debug, info (a line per call and per admin action), warn (failed pushes, refused reloads, journal-file trouble), error, or silent",
   ),
-  flag("quiet", "boolean", "false", "no line per call; the banner, warnings and errors still", "q"),
+  flag(
+    "log-time",
+    { oneOf: LOG_TIMES },
+    "clock",
+    "the time of the pretty lines: clock (local HH:MM:SS.mmm) or iso (ISO 8601 with the date and the UTC offset); JSON's time is always ISO 8601 in UTC",
+  ),
+  flag("quiet", "boolean", "false", "no line per call; the banner, admin actions, warnings and errors still", "q"),
   flag(
     "cors",
     "origins",
@@ -315,7 +321,7 @@ export interface ServeConfig {
   host: string | undefined;
   limits: ServerLimits;
   sandbox: SandboxOptions;
-  log: { format: LogFormat | undefined; level: LogLevel; quiet: boolean };
+  log: { format: LogFormat | undefined; level: LogLevel; time: LogTime; quiet: boolean };
 }
 
 export class UsageError extends Error {}
@@ -546,6 +552,7 @@ export function resolveServeConfig(
     log: {
       format: v["log-format"] as LogFormat | undefined,
       level: v["log-level"] as LogLevel,
+      time: v["log-time"] as LogTime,
       quiet: v.quiet as boolean,
     },
   };

@@ -187,7 +187,10 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   const format = config.log.format ?? (io.tty ? "pretty" : "json");
   // https://no-color.org: any non-empty NO_COLOR turns colours off.
   const colours = format === "pretty" && io.tty === true && !io.env.NO_COLOR;
-  const log = createRequestLog({ format, level: config.log.level, colours }, io.logStreams?.() ?? linesOf(io));
+  const log = createRequestLog(
+    { format, level: config.log.level, colours, time: config.log.time },
+    io.logStreams?.() ?? linesOf(io),
+  );
   // Nothing is printed until the server listens: a failure to start is the first and only thing said.
   log.hold();
   let sandbox: ReturnType<typeof createApp>;
@@ -209,7 +212,7 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     return 1;
   }
   // Every workspace's calls: each line names its workspace when it is not the default one.
-  if (!config.log.quiet) log.observe(sandbox.sandboxEvents);
+  log.observe(sandbox.sandboxEvents, { calls: !config.log.quiet });
   const { logger } = sandbox;
   const stopped = new Promise<number>((resolve) => {
     // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.

@@ -29,7 +29,7 @@ export interface CallEvent {
   issue?: string;
   fault?: string;
   duplicate?: true;
-  /** Why a push attempt got no answer. */
+  /** Why a push attempt got no answer (not for a scripted fault: `fault` says it). */
   error?: string;
   /** Pushes: the pharmacy's licence, where to, and which attempt. */
   pharmacy?: string;
@@ -82,7 +82,8 @@ export function callEvent(call: CallRecord): CallEvent {
     issue,
     fault: call.fault,
     duplicate: call.duplicate ? true : undefined,
-    error: call.error,
+    // A fault that sent nothing carries its own name again as the journal's error ("scripted fault: …"): said once.
+    error: call.fault === undefined ? call.error : undefined,
     pharmacy: call.pharmacy,
     target: call.target,
     attempt: call.attempt,

@@ -4,21 +4,25 @@ import type { CallRecord } from "../journal/call-record.js";
 import { oneLineJson } from "../text/one-line-json.js";
 import type { BannerEvent } from "./banner.js";
 import { type CallEvent, callEvent } from "./call-event.js";
+import { changeLine } from "./changes.js";
 import { jsonLine } from "./json-line.js";
 import type { LogFields, SandboxLogger } from "./logger.js";
-import { prettyLine } from "./pretty.js";
+import { type LogTime, prettyLine } from "./pretty.js";
 
 export const LOG_FORMATS = ["pretty", "json"] as const;
 export type LogFormat = (typeof LOG_FORMATS)[number];
 /** From quietest to most talkative; each shows its own level and the ones before it. */
 export const LOG_LEVELS = ["silent", "error", "warn", "info", "debug"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+export { LOG_TIMES, type LogTime } from "./pretty.js";
 
 export interface LogSettings {
   format: LogFormat;
   level: LogLevel;
   /** ANSI colours in the pretty format (a terminal). */
   colours: boolean;
+  /** The pretty lines' time (default clock); JSON's `time` is always ISO 8601 in UTC. */
+  time?: LogTime;
 }
 
 /** Somewhere to write text: a pino destination, a test's collector. */
@@ -40,8 +44,11 @@ export interface LogStreams {
 export interface RequestLog {
   /** The sandbox's own messages (createApp's `logger` dependency). */
   logger: SandboxLogger;
-  /** Logs a line per recorded call from now on, off the request path; returns the function that stops it. */
-  observe(events: SandboxEvents): () => void;
+  /**
+   * Logs a line per recorded call (unless `calls` is false: --quiet) and per change made by hand (a reset, rules
+   * added, a workspace deleted, …) from now on, off the request path; returns the function that stops it.
+   */
+  observe(events: SandboxEvents, options?: { calls?: boolean }): () => void;
   /** The start banner: what is on. */
   banner(event: BannerEvent, headline: string): void;
   /** Keeps output back (until listening: nothing is printed before a failure to start) … */
@@ -92,6 +99,7 @@ class Destination {
               fields: this.lastObj as Record<string, unknown>,
             },
             this.settings.colours,
+            this.settings.time,
           ),
     );
   }
@@ -108,6 +116,7 @@ class Destination {
         : prettyLine(
             { level: INFO, time: time.iso(), msg: undefined, fields: event as unknown as Record<string, unknown> },
             this.settings.colours,
+            this.settings.time,
           ),
     );
   }
@@ -238,14 +247,22 @@ export function createRequestLog(settings: LogSettings, streams: LogStreams): Re
         else log.error({ err: error }, message);
       },
     },
-    observe(events) {
+    observe(events, { calls = true } = {}) {
       const onAdmin = (a: SandboxEventMap["admin:answered"][0]) =>
         log.debug({ event: "admin", ...a }, `admin ${a.method} ${a.path} ${a.status} (${a.durationMs} ms)`);
+      // After the lines of the calls before it, as the sandbox's own messages.
+      const onChange = (change: SandboxEventMap["sandbox:changed"][0]) => {
+        const { fields, msg } = changeLine(change);
+        drain();
+        log.info(fields, msg);
+      };
       // Not listening at a level that shows nothing: then the request path does not even queue.
-      if (log.isLevelEnabled("info")) events.on("call:recorded", onCall);
+      if (log.isLevelEnabled("info") && calls) events.on("call:recorded", onCall);
+      if (log.isLevelEnabled("info")) events.on("sandbox:changed", onChange);
       if (log.isLevelEnabled("debug")) events.on("admin:answered", onAdmin);
       return () => {
         events.off("call:recorded", onCall);
+        events.off("sandbox:changed", onChange);
         events.off("admin:answered", onAdmin);
       };
     },

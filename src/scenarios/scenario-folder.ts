@@ -5,9 +5,12 @@ import { type LoadedScenario, type LoadOptions, loadScenarioFolder, type Scenari
 import { RuleSet } from "./rules.js";
 import { watchPath } from "./watch-path.js";
 
+/** What made a load: the start, a change the watch saw, or a request (POST /__admin/scenarios/reload). */
+export type LoadCause = "start" | "file-change" | "admin";
+
 export interface ScenarioEvents {
   /** The folder was (re)loaded; `problems` is empty when the new set is serving. */
-  onLoad(result: { ok: boolean; problems: YamlProblem[] }): void;
+  onLoad(result: { ok: boolean; problems: YamlProblem[] }, cause: LoadCause): void;
   /** Watching for changes failed somewhere: changes there are not picked up. */
   onWatchError(message: string): void;
 }
@@ -80,7 +83,7 @@ export class ScenarioFolder {
    * (or file) missing at start means none; one that goes away after it was
    * loaded is a problem, so that what it held keeps serving until it is back.
    */
-  reload(): { ok: boolean; problems: YamlProblem[] } {
+  reload(cause: LoadCause = "admin"): { ok: boolean; problems: YamlProblem[] } {
     if (this.folder === undefined) return { ok: true, problems: [] };
     const present = statOf(this.folder);
     const load: ScenarioLoad =
@@ -107,7 +110,7 @@ export class ScenarioFolder {
       this.#version++;
     }
     this.#problems = result.problems;
-    this.deps.events?.onLoad(result);
+    this.deps.events?.onLoad(result, cause);
     return result;
   }
 
@@ -120,7 +123,7 @@ export class ScenarioFolder {
     if (this.folder === undefined) return () => undefined;
     return watchPath(
       this.folder,
-      () => this.reload(),
+      () => this.reload("file-change"),
       { watch: this.deps.fsWatch ?? fsWatch, onError: (message) => this.deps.events?.onWatchError(message) },
       debounceMs,
     );

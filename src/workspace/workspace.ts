@@ -427,7 +427,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     },
     applyFixtures: fixtures,
     addScenario(text) {
-      return written(() => {
+      const added = written(() => {
         // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
         const added = scenarios.add(text, (scenario) =>
           pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
@@ -435,12 +435,18 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
         if (added.ok) fixtures([added.scenario]);
         return added;
       });
+      if (added.ok) {
+        const { source, rules } = added.scenario;
+        events.emit("sandbox:changed", { change: "rules-added", workspace: id, source, rules: rules.length });
+      }
+      return added;
     },
     filesReloaded(result) {
       if (result.ok) pinRulePatients();
       events.emit("scenarios:loaded", result);
     },
     reset() {
+      const before = counts();
       written(() => {
         pushes.stop();
         // Everything of it goes from the file; the fixtures below are its new state (runtime rules stay).
@@ -458,6 +464,14 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
           scenarios.saveRuntime();
         }
         pushes.start(scenarios.scenarios);
+      });
+      events.emit("sandbox:changed", {
+        change: "reset",
+        workspace: id,
+        calls: before.calls,
+        orders: before.orders,
+        patients: before.patients,
+        runtimeRules: scenarios.runtimeCost.rules,
       });
     },
     counts,

@@ -1,3 +1,4 @@
+import type { SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { Workspace } from "./workspace.js";
 import { DEFAULT_WORKSPACE, isWorkspaceName, WORKSPACE_NAME_RULE } from "./workspace-name.js";
@@ -45,6 +46,8 @@ export class Workspaces {
     readonly settings: WorkspaceSettings,
     private readonly create: (id: string) => Workspace,
     private readonly now: () => Date,
+    /** The sandbox-wide bus: a workspace made, deleted or dropped for idleness is said there (not the default one). */
+    private readonly events?: SandboxEvents,
   ) {
     this.#named = new Set([DEFAULT_WORKSPACE, ...settings.named]);
     this.default = create(DEFAULT_WORKSPACE);
@@ -106,6 +109,7 @@ export class Workspaces {
       if (refused) return { ok: false, refusal: refused };
       workspace = this.create(name);
       this.#live.set(name, workspace);
+      this.events?.emit("sandbox:changed", { change: "workspace-created", workspace: name, workspaces: this.size });
     }
     workspace.lastUsedAt = new Date(now);
     return { ok: true, workspace };
@@ -163,6 +167,13 @@ export class Workspaces {
     this.#live.delete(workspace.id);
     workspace.discard();
     this.#dropped++;
+    const idleMs = this.now().getTime() - workspace.lastUsedAt.getTime();
+    this.events?.emit("sandbox:changed", {
+      change: "workspace-dropped",
+      workspace: workspace.id,
+      workspaces: this.size,
+      idleMs,
+    });
   }
 
   /** Drops every workspace idle for --workspace-ttl or longer (not named ones); returns their ids. */
@@ -208,6 +219,7 @@ export class Workspaces {
     if (!workspace) return "unknown";
     this.#live.delete(id);
     workspace.discard();
+    this.events?.emit("sandbox:changed", { change: "workspace-deleted", workspace: id, workspaces: this.size });
     return "deleted";
   }
 

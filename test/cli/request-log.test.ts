@@ -4,7 +4,7 @@ import { join } from "node:path";
 import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { envelope, example, messageBundle } from "../support/messages.js";
-import { http, killStray, startCli } from "./cli-process.js";
+import { http, killStray, runToExit, startCli } from "./cli-process.js";
 
 // The real CLI's request log and start banner. Off a terminal (as here: stdout is a pipe) the default is JSON, one
 // object per line; --log-format pretty (or LOG_FORMAT) gives the lines for people.
@@ -156,5 +156,72 @@ describe("a line per call from the real CLI", { timeout: 30_000 }, () => {
       new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3} IN  add-allergy +200 ok +built-in +\\d+(\\.\\d)? ms #${id}$`, "m"),
     );
     expect(child.stdout).not.toContain("\u001b[");
+  });
+});
+
+describe("--log-time and the changes made by hand, from the real CLI", { timeout: 30_000 }, () => {
+  /** The pretty line of an add-allergy sent to this CLI, once it is printed. */
+  async function allergyLine(url: string, child: Awaited<ReturnType<typeof startCli>>["child"], time: string) {
+    const reply = await http(`${url}/uae-fhir/r4/$process-message`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: addAllergy(),
+    });
+    const id = reply.headers.get("x-sandbox-call-id");
+    const [line] = await child.waitForOutput(
+      new RegExp(`^${time} IN  add-allergy +200 ok +built-in +\\d+(\\.\\d)? ms #${id}$`, "m"),
+    );
+    return line;
+  }
+
+  // Dubai keeps +04:00 all year: the offset is known without asking the machine.
+  it.each([
+    ["--log-time iso", ["--log-time", "iso"], {}],
+    ["LOG_TIME=iso", [], { LOG_TIME: "iso" }],
+  ])("%s: ISO 8601 with the date and the offset", async (_, args, env) => {
+    const before = Date.now();
+    const { url, child } = await startCli(["--no-watch", "--log-format", "pretty", ...args], {
+      TZ: "Asia/Dubai",
+      ...env,
+    });
+    const line = await allergyLine(url, child, String.raw`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}\+04:00`);
+    const instant = Date.parse(line.slice(0, 29));
+    expect(instant).toBeGreaterThanOrEqual(before - 1);
+    expect(instant).toBeLessThanOrEqual(Date.now());
+  });
+
+  it("by default the wall clock, as before", async () => {
+    const { url, child } = await startCli(["--no-watch", "--log-format", "pretty"]);
+    await allergyLine(url, child, String.raw`\d\d:\d\d:\d\d\.\d{3}`);
+  });
+
+  it("--log-time with another value is refused, naming the two", async () => {
+    const exit = await runToExit(["serve", "--port", "0", "--log-time", "utc"]);
+    expect(exit.code).toBe(2);
+    expect(exit.stderr).toMatch(/--log-time "utc": expected one of clock, iso/);
+  });
+
+  it("--quiet: no line per call, but rules added and a reset are said", async () => {
+    const { url, child } = await startCli(["--no-watch", "--quiet"]);
+    const rules = await http(`${url}/__admin/scenarios`, {
+      method: "POST",
+      headers: { "content-type": "text/yaml" },
+      body: "rules:\n  - name: one\n    when: { operation: add-task }\n    respond: { builtIn: true }\n",
+    });
+    expect(rules.status).toBe(201);
+    const sent = await http(`${url}/uae-fhir/r4/$process-message`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: addAllergy(),
+    });
+    expect(sent.status).toBe(200);
+    expect((await http(`${url}/__admin/reset`, { method: "POST" })).status).toBe(200);
+    const [reset] = await child.waitForOutput(/^\{[^\n]*"event":"reset"[^\n]*$/m);
+    expect(JSON.parse(reset)).toMatchObject({ level: "info", workspace: "default", calls: 1, runtimeRules: 1 });
+    const events = child.stdout
+      .split("\n")
+      .filter(Boolean)
+      .map((l) => JSON.parse(l).event);
+    expect(events).toEqual(["listening", "rules-added", "reset"]);
   });
 });

@@ -79,7 +79,8 @@ function referenceEvent(call: CallRecord) {
     ...(issue !== undefined ? { issue } : {}),
     ...(call.fault !== undefined ? { fault: call.fault } : {}),
     ...(call.duplicate ? { duplicate: true as const } : {}),
-    ...(call.error !== undefined ? { error: call.error } : {}),
+    // Since a fault is said once: not the error a fault that sent nothing carries ("scripted fault: …").
+    ...(call.error !== undefined && call.fault === undefined ? { error: call.error } : {}),
     ...(call.pharmacy !== undefined ? { pharmacy: call.pharmacy } : {}),
     ...(call.target !== undefined ? { target: call.target } : {}),
     ...(call.attempt !== undefined ? { attempt: call.attempt } : {}),

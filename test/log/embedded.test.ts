@@ -55,3 +55,14 @@ describe("createSandbox and the request log", () => {
     });
   });
 });
+
+describe("createSandbox's log takes --log-time's values", () => {
+  it("time: iso gives the pretty lines the date and the offset", async () => {
+    const { text } = await stdoutOf(async () => {
+      const sandbox = await createSandbox({ listen: false, log: { format: "pretty", colours: false, time: "iso" } });
+      await post(sandbox.app, allergy());
+      await sandbox.close();
+    });
+    expect(text).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d IN {2}add-allergy +200 ok /m);
+  });
+});

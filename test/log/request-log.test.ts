@@ -92,8 +92,10 @@ describe("the request log as JSON: one object per call", () => {
     const { sandbox, log, out, err } = start({ format: "json" });
     const a = await sendTheCalls(sandbox);
     log.flush();
-    const [ok, refusal, notProcessed, ruled, fault, ...rest] = out.events();
+    // The rules added first are a line too (test/log/changes.test.ts).
+    const [added, ok, refusal, notProcessed, ruled, fault, ...rest] = out.events();
     expect(rest).toEqual([]);
+    expect(added).toMatchObject({ level: "info", event: "rules-added", rules: 2 });
     expect(err.text).toBe("");
 
     const inbound = { level: "info", event: "call", direction: "inbound", method: "POST", path: STANDARD };
@@ -158,6 +160,8 @@ describe("the request log as JSON: one object per call", () => {
       rule: "reset-allergy",
       fault: "connection-reset",
     });
+    // Said once: not again as an error ("scripted fault: connection-reset").
+    expect(fault).not.toHaveProperty("error");
     expect(Number(fault.callId)).toBe(Number(ruled.callId) + 1);
   });
 
@@ -205,24 +209,27 @@ describe("the request log for people: a line per call", () => {
     const a = await sendTheCalls(sandbox);
     log.flush();
     const id = (reply: { headers: Headers } | null) => reply?.headers.get("x-sandbox-call-id");
-    const lines = out.lines();
+    const [added, ...lines] = out.lines();
+    expect(added).toMatch(new RegExp(`^${TIME} INFO 2 rules added to workspace default \\(runtime-1\\)$`));
     expect(lines).toHaveLength(5);
     expect(lines[0]).toMatch(new RegExp(`^${TIME} IN  add-allergy +200 ok +built-in +${DURATION} #${id(a.ok)}$`));
     expect(lines[1]).toMatch(
-      new RegExp(`^${TIME} IN  update-allergy +200 fatal-error +built-in +${DURATION} #${id(a.refusal)} — \\S`),
+      new RegExp(`^${TIME} IN  update-allergy +200 fatal-error +built-in +${DURATION} #${id(a.refusal)} +— \\S`),
     );
     expect(lines[2]).toMatch(
       new RegExp(
-        `^${TIME} IN  POST /uae-fhir/r4/\\$process-message +400 - +built-in +${DURATION} #${id(a.notProcessed)} — \\S`,
+        `^${TIME} IN  POST /uae-fhir/r4/\\$process-m… 400 - +built-in +${DURATION} #${id(a.notProcessed)} +— \\S`,
       ),
     );
     expect(lines[3]).toMatch(
       new RegExp(
-        `^${TIME} IN  add-allergy +503 transient-error +allergy-down +${DURATION} #${id(a.ruled)} — The allergy service is down; retry in 10 seconds\\.$`,
+        `^${TIME} IN  add-allergy +503 transient-error +allergy-down +${DURATION} #${id(a.ruled)} +— The allergy service is down; retry in 10 seconds\\.$`,
       ),
     );
     expect(lines[4]).toMatch(
-      new RegExp(`^${TIME} IN  add-allergy +--- - +reset-allergy +${DURATION} #\\d+ fault connection-reset`),
+      new RegExp(
+        `^${TIME} IN  add-allergy +--- - +reset-allergy +${DURATION} #\\d+ +scripted fault: connection-reset$`,
+      ),
     );
   });
 

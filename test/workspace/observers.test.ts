@@ -74,7 +74,7 @@ describe("the request log names the workspace of a call when it is not the defau
     const { sandbox, out } = loggedSandbox({ format: "pretty" });
     cleanups.push(sandbox.close);
     const id = (await inWorkspace(sandbox.app, "team-a")).headers.get("x-sandbox-call-id");
-    await out.waitFor(new RegExp(`IN  add-allergy .* #${id} \\[team-a\\]$`, "m"));
+    await out.waitFor(new RegExp(`IN  add-allergy .* #${id} +\\[team-a\\]$`, "m"));
   });
 });
 
