@@ -5,7 +5,17 @@
 // `localhost:8080` is the page's sandbox, other fixed ports a page uses are free ports of this machine.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -139,6 +149,13 @@ function logicalLines(text: string): Array<{ index: number; text: string }> {
   return out;
 }
 
+/** The YAML files of a scenarios folder, at any depth. */
+function scenarioFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => /\.ya?ml$/.test(f))
+    .map((f) => join(dir, f));
+}
+
 /** Kills a process group started with `detached: true`, and waits for its leader to be gone. */
 async function stopGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
@@ -162,9 +179,13 @@ async function waitForPort(port: number, timeoutMs: number, alive: () => boolean
   while (Date.now() < deadline && alive()) {
     const open = await new Promise<boolean>((resolve) => {
       const socket = new Socket();
-      socket.once("connect", () => resolve(true)).once("error", () => resolve(false));
+      const done = (listening: boolean) => {
+        socket.destroy();
+        resolve(listening);
+      };
+      socket.once("connect", () => done(true)).once("error", () => done(false));
       socket.connect(port, "127.0.0.1");
-    }).finally(() => undefined);
+    });
     if (open) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -196,7 +217,7 @@ class PageRun {
     readonly blocks: readonly Block[],
     readonly options: PageOptions,
   ) {
-    this.dir = mkdtempSync(join(tmpdir(), `doc-${pageSlug(page)}-`));
+    this.dir = mkdtempSync(join(tmpdir(), `doc-${pageSlug(page).replace(/[^a-z0-9-]+/g, "-")}-`));
     this.binDir = join(this.dir, ".doc-test", "bin");
     this.input = blocks
       .filter(isShell)
@@ -206,9 +227,9 @@ class PageRun {
 
   /** Free ports for every fixed port the page's commands and the shipped scenarios name (8080 is the sandbox's). */
   async mapPorts(): Promise<void> {
-    const scenarioText = ["scenarios"]
-      .flatMap((d) => spawnSync("grep", ["-rhoE", "(localhost|127\\.0\\.0\\.1):[0-9]{2,5}", join(ROOT, d)]).stdout)
-      .join("");
+    const scenarioText = scenarioFiles(join(ROOT, "scenarios"))
+      .map((f) => readFileSync(f, "utf8"))
+      .join("\n");
     const helpers = this.blocks.filter((b) => markerOf(b, "background")).flatMap((b) => [...listenPorts(b.text)]);
     for (const p of new Set([...portsIn(this.input), ...portsIn(scenarioText), ...helpers, SANDBOX_PORT]))
       this.ports.set(p, await freePort());
@@ -217,13 +238,7 @@ class PageRun {
   /** The page's working directory: a copy of the repository's scenarios/ and docs/ (ports mapped), and the CLI. */
   prepare(): void {
     for (const d of ["scenarios", "docs"]) cpSync(join(ROOT, d), join(this.dir, d), { recursive: true });
-    spawnSync("find", [join(this.dir, "scenarios"), "-type", "f", "-name", "*.yaml"])
-      .stdout.toString()
-      .split("\n")
-      .filter(Boolean)
-      .forEach((f) => {
-        writeFileSync(f, this.mapText(readFileSync(f, "utf8")));
-      });
+    for (const f of scenarioFiles(join(this.dir, "scenarios"))) writeFileSync(f, this.mapText(readFileSync(f, "utf8")));
     mkdirSync(this.binDir, { recursive: true });
     const cli = `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, MAIN)}" "$@"\n`;
     writeFileSync(join(this.binDir, "uae-fhir-sandbox"), cli);
