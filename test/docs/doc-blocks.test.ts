@@ -140,6 +140,13 @@ describe("comparing shown output", () => {
     expect(compareJson(shown, got(change), ctx).join("\n")).toMatch(message);
   });
 
+  it("lets the number of a time taken differ, and no other number", () => {
+    const call = { id: "5", attempt: 1, durationMs: 9.6, response: { status: 200 } };
+    expect(compareJson(call, { ...call, durationMs: 55 }, ctx)).toEqual([]);
+    expect(compareJson(call, { ...call, attempt: 2 }, ctx)).toEqual(["$.attempt: expected 1, got 2"]);
+    expect(compareJson(call, { ...call, durationMs: "55" }, ctx)).toHaveLength(1);
+  });
+
   it("compares text line by line, durations and times of day masked", () => {
     const line = "18:53:43.663 IN  add-allergy                 200 ok              built-in                  12 ms #1";
     expect(
