@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { ROOT } from "../cli/cli-process.js";
-import { DocBlockError, parseBlocks, runMarkdown, serveCommand } from "./doc-blocks.js";
+import { DocBlockError, parseBlocks, runMarkdown, serveCommand, stopAllPages } from "./doc-blocks.js";
 import { compareJson, compareText, missingLogLines } from "./doc-compare.js";
 
 // The runner of the pages' tests, on a page written for it (fixtures/runner-page.md) and on small pages that must
@@ -176,6 +176,8 @@ describe("comparing shown output", () => {
 });
 
 describe("runMarkdown", () => {
+  afterEach(stopAllPages);
+
   it(
     "runs a page: files between blocks, outputs compared, a skip, a server with its flags, a log line, a helper on a mapped port",
     async () => {
@@ -210,6 +212,19 @@ describe("runMarkdown", () => {
       expect(message).toMatch(/its stdout:\n {2}to-stdout/);
       expect(message).toMatch(/its stderr:\n {2}to-stderr/);
       expect(message).toMatch(/the sandbox's output:[\s\S]*listening on http:\/\/localhost:8080/);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
+    "stops a block at its time limit, with what it printed so far",
+    async () => {
+      const page = "```sh\necho started; sleep 60\n```\n";
+      const began = Date.now();
+      await expect(runMarkdown(page, "slow.md", { blockTimeoutMs: 500 })).rejects.toThrow(
+        /^slow\.md:1: still running after 500 ms[\s\S]*its stdout:\n {2}started/,
+      );
+      expect(Date.now() - began).toBeLessThan(PAGE_BUDGET_MS);
     },
     PAGE_BUDGET_MS,
   );

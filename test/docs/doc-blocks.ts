@@ -19,7 +19,7 @@ import {
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, it } from "vitest";
+import { afterEach, describe, it } from "vitest";
 import { Child, childEnv, LISTENING, MAIN, ROOT } from "../cli/cli-process.js";
 import { compareJson, compareText, missingLogLines, parseJsonOutput, textLines } from "./doc-compare.js";
 import { type Block, isShell, markerOf, parseBlocks } from "./markdown-blocks.js";
@@ -198,6 +198,26 @@ const tail = (s: string, lines = 40) => {
 };
 const indent = (s: string) => (s.trim() === "" ? "  (nothing)" : s.replace(/^/gm, "  "));
 
+/** Pages running now: a test that times out leaves its run behind, and afterEach (or the exit) stops it. */
+const running = new Set<PageRun>();
+
+/** Stops every page still running: their sandboxes and helpers, and removes their directories. */
+export async function stopAllPages(): Promise<void> {
+  await Promise.all([...running].map((run) => run.close()));
+}
+
+// Sandboxes and helpers run in their own process groups, which outlive this process unless killed.
+process.once("exit", () => {
+  for (const run of running)
+    for (const child of [run.sandbox, ...run.helpers])
+      if (child?.process.pid !== undefined && child.process.exitCode === null && child.process.signalCode === null)
+        try {
+          process.kill(-child.process.pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+});
+
 /** One page's run: its directory, its ports, its sandbox and helpers. */
 class PageRun {
   readonly dir: string;
@@ -223,6 +243,7 @@ class PageRun {
       .filter(isShell)
       .map((b) => b.text)
       .join("\n");
+    running.add(this);
   }
 
   /** Free ports for every fixed port the page's commands and the shipped scenarios name (8080 is the sandbox's). */
@@ -476,6 +497,7 @@ class PageRun {
   }
 
   async close(): Promise<void> {
+    running.delete(this);
     await Promise.all([...this.helpers.map((h) => stopGroup(h.process)), this.stopSandbox()]);
     if (!this.options.keep) rmSync(this.dir, { recursive: true, force: true });
   }
@@ -546,6 +568,7 @@ export function runPage(page: string, options: PageOptions = {}): Promise<PageRe
  */
 export function pageTest(page: string, timeoutMs: number, options: PageOptions = {}): void {
   describe(`${page} works as written`, () => {
+    afterEach(stopAllPages);
     it(
       "runs every block in order, and what it prints is what the page shows",
       async () => {
