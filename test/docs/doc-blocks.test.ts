@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ROOT } from "../cli/cli-process.js";
-import { DocBlockError, parseBlocks, runMarkdown, serveCommand, stopAllPages } from "./doc-blocks.js";
+import { DocBlockError, parseBlocks, runMarkdown, serveCommand, shellWords, stopAllPages } from "./doc-blocks.js";
 import { compareJson, compareText, missingLogLines } from "./doc-compare.js";
 
 // The runner of the pages' tests, on a page written for it (fixtures/runner-page.md) and on small pages that must
@@ -72,6 +72,29 @@ describe("serveCommand", () => {
     "node script.mjs",
   ])("does not read %s as starting the sandbox", (line) => {
     expect(serveCommand(line)).toBeUndefined();
+  });
+
+  it("reads quotes and escapes, and stops at a pipe, a redirection or a comment, running nothing", () => {
+    expect(shellWords(`npx uae-fhir-sandbox --seed "a b" --x 'c d' e\\ f | jq . # note`)).toEqual([
+      "npx",
+      "uae-fhir-sandbox",
+      "--seed",
+      "a b",
+      "--x",
+      "c d",
+      "e f",
+    ]);
+    expect(shellWords("node dist/cli/main.js --port 9000 > log.txt")).toEqual([
+      "node",
+      "dist/cli/main.js",
+      "--port",
+      "9000",
+    ]);
+    expect(shellWords('X="$(touch nothing-runs)" npx uae-fhir-sandbox')).toEqual([
+      "X=$(touch nothing-runs)",
+      "npx",
+      "uae-fhir-sandbox",
+    ]);
   });
 
   it("keeps variables set before the command", () => {

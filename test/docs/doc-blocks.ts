@@ -4,7 +4,7 @@
 // is compared with what it printed (doc-compare.ts). The conventions are in the project's issue notes: a block's
 // `localhost:8080` is the page's sandbox, other fixed ports a page uses are free ports of this machine.
 
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import {
   chmodSync,
   cpSync,
@@ -93,13 +93,31 @@ function listenPorts(text: string): Set<number> {
   return ports;
 }
 
-/** Shell words of a command line as bash reads them (quotes, escapes, a trailing comment). */
-function shellWords(line: string): string[] {
-  const r = spawnSync("bash", ["--noprofile", "--norc", "-c", 'eval "set -- $1"; printf "%s\\0" "$@"', "_", line], {
-    encoding: "utf8",
-  });
-  if (r.status !== 0) throw new Error(`cannot read ${JSON.stringify(line)} as a shell command: ${r.stderr}`);
-  return r.stdout.split("\0").slice(0, -1);
+/**
+ * The words of a command line's first simple command, quotes and escapes read as the shell reads them, up to a
+ * pipe, a list operator, a redirection or a comment. Nothing is expanded or run: this only recognises commands.
+ */
+export function shellWords(line: string): string[] {
+  const words: string[] = [];
+  let word: string | undefined;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i] as string;
+    if (/\s/.test(c)) {
+      if (word !== undefined) words.push(word);
+      word = undefined;
+    } else if (c === "'") {
+      const end = line.indexOf("'", i + 1);
+      word = (word ?? "") + line.slice(i + 1, end < 0 ? undefined : end);
+      i = end < 0 ? line.length : end;
+    } else if (c === '"') {
+      word ??= "";
+      for (i++; i < line.length && line[i] !== '"'; i++) word += line[i] === "\\" ? (line[++i] ?? "") : line[i];
+    } else if (c === "\\") word = (word ?? "") + (line[++i] ?? "");
+    else if (/[|&;<>()]/.test(c) || (c === "#" && word === undefined)) break;
+    else word = (word ?? "") + c;
+  }
+  if (word !== undefined) words.push(word);
+  return words;
 }
 
 /** The CLI commands that do their job and exit; anything else after the program name starts the sandbox. */
