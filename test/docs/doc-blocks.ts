@@ -1,8 +1,17 @@
 // Runs a Markdown page as a reader would: its sh/bash blocks in order, each with `bash -euo pipefail`, in one fresh
-// temporary directory per page, against a sandbox the runner starts from the built CLI (dist/) on a free port. The
-// `<!-- doc-test: … -->` markers before a fence say what a block is (markdown-blocks.ts); the shown output of a block
-// is compared with what it printed (doc-compare.ts). The conventions are in the project's issue notes: a block's
-// `localhost:8080` is the page's sandbox, other fixed ports a page uses are free ports of this machine.
+// temporary directory per page (files one block writes are there for the next; shell variables and `cd` are not),
+// against a sandbox the runner starts from the built CLI (dist/) with the repository's scenarios, on a free port.
+// `localhost:8080` in a block is that sandbox; other fixed ports a page or the shipped scenarios name (a pharmacy's
+// 9090) stand for free ports too, and show as written again in what the blocks print. `npx uae-fhir-sandbox` runs
+// the built CLI; nothing goes to the npm registry. Markers, HTML comments on the lines just before a fence:
+//   <!-- doc-test: skip — <reason> -->  not run; the reason says why it cannot run here
+//   <!-- doc-test: server -->           the block's sandbox command starts the page's sandbox anew, with its flags
+//                                       (on a free port); the rest of the block then runs
+//   <!-- doc-test: background -->       a long-running helper: started, waited on until it listens (or prints),
+//                                       stopped at the page's end
+//   <!-- doc-test: output -->           on a json/text block: the stdout of the shell block before it
+//   <!-- doc-test: log -->              on a text block: lines the sandbox printed (stdout and stderr) meanwhile
+// Shown output is compared with volatile values masked (doc-compare.ts). A page's test is run-<page>.test.ts.
 
 import { type ChildProcess, spawn } from "node:child_process";
 import {
