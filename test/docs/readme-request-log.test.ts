@@ -50,6 +50,9 @@ describe("README: the request log", () => {
         `  jq -Rs '{content: .}' | ${send()}`,
         `jq '{content: .}' add-allergy.json | ${send()}`,
         "npx uae-fhir-sandbox trigger order --pharmacy PH-DXB-0001 --url http://localhost:8080 > /dev/null",
+        // The session may end with a reset (its log line then shows): after the push's last attempt, not during it.
+        `curl -s http://localhost:8080/__admin/calls/wait -H 'Content-Type: application/json' -d '{"direction": "outbound", "atLeast": 3, "timeoutMs": 20000}' | jq -e .ok > /dev/null`,
+        "curl -s -X POST http://localhost:8080/__admin/reset > /dev/null",
       ].join("\n");
       const page = `<!-- doc-test: server -->\n${sh(session)}\n<!-- doc-test: log -->\n\`\`\`text\n${shown}\n\`\`\`\n`;
       await runMarkdown(page, "README.md (the request log)");
