@@ -163,6 +163,16 @@ describe("comparing shown output", () => {
     expect(compareJson(shown, got(change), ctx).join("\n")).toMatch(message);
   });
 
+  it("lets a date or an instant differ only for one the sandbox took from its clock", () => {
+    const now = new Date().toISOString();
+    expect(compareJson({ authoredOn: "2026-11-21" }, { authoredOn: now.slice(0, 10) }, ctx)).toEqual([]);
+    expect(compareJson({ at: "2026-11-21T18:53:43.663Z" }, { at: now }, ctx)).toEqual([]);
+    expect(compareJson({ birthDate: "1990-05-01" }, { birthDate: "1990-05-02" }, ctx).join()).toMatch(
+      /not near the time of this run/,
+    );
+    expect(compareJson({ onset: "2019-03-01T10:00:00Z" }, { onset: "2019-03-02T10:00:00Z" }, ctx)).toHaveLength(1);
+  });
+
   it("lets the number of a time taken differ, and no other number", () => {
     const call = { id: "5", attempt: 1, durationMs: 9.6, response: { status: 200 } };
     expect(compareJson(call, { ...call, durationMs: 55 }, ctx)).toEqual([]);

@@ -13,6 +13,8 @@ interface Kind {
 }
 
 const digits = (s: string) => s.replace(/\d/g, "0");
+/** How far from now a date or instant the sandbox took from its clock may be (deadlines lie days ahead). */
+const CLOCK_WINDOW_MS = 7 * 86_400_000;
 
 /** The volatile spans, most specific first (an instant contains a time of day). */
 const KINDS: readonly Kind[] = [
@@ -29,6 +31,8 @@ const KINDS: readonly Kind[] = [
   },
   // A signed token (a JWT): new keys at each start. A page may show it cut short with "…".
   { name: "jwt", pattern: /\beyJ[\w-]+(?:\.[\w-]*){0,2}…?/g, shape: () => "eyJ…" },
+  // A date alone (an order's authoredOn). Dates and instants are volatile only near the run's time (checked below).
+  { name: "date", pattern: /\b\d{4}-\d\d-\d\d\b/g, shape: digits },
   { name: "time", pattern: /\b\d\d:\d\d:\d\d(?:\.\d+)?\b/g, shape: (s) => digits(s).replace(/\.0+/, ".0") },
   // A duration's width varies, and so does the padding that aligns it in a column.
   { name: "duration", pattern: / *\b\d+(?:\.\d+)? ?ms\b/g, shape: () => " N ms" },
@@ -84,8 +88,13 @@ export function compareString(expected: string, actual: string, ctx: CompareCont
       continue;
     }
     if (x.kind !== y.kind || x.shape !== y.shape) return problem;
-    if (x.value !== y.value && x.kind !== "duration" && ctx.input.includes(x.value))
+    if (x.value === y.value) continue;
+    if (x.kind !== "duration" && ctx.input.includes(x.value))
       return `${problem} (${x.value} is in the page's own commands, so it is not volatile)`;
+    // A birth date or a record's date comes from the seed and must match; one the sandbox took from its clock (a
+    // lastUpdated, an order's date or deadline) is near the time the page ran.
+    if ((x.kind === "date" || x.kind === "instant") && !(Math.abs(Date.parse(y.value) - Date.now()) <= CLOCK_WINDOW_MS))
+      return `${problem} (${y.value} is not near the time of this run, so it is not volatile)`;
   }
   return undefined;
 }
