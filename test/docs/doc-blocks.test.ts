@@ -1,0 +1,225 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "../cli/cli-process.js";
+import { DocBlockError, parseBlocks, runMarkdown, serveCommand } from "./doc-blocks.js";
+import { compareJson, compareText, missingLogLines } from "./doc-compare.js";
+
+// The runner of the pages' tests, on a page written for it (fixtures/runner-page.md) and on small pages that must
+// fail, each with the line of the block and what went wrong.
+
+const FIXTURE = readFileSync(join(ROOT, "test/docs/fixtures/runner-page.md"), "utf8");
+/** Measured: the fixture page takes 6 s on a loaded 2-core machine (two sandbox starts); three times that, and more. */
+const PAGE_BUDGET_MS = 20_000;
+
+describe("parseBlocks", () => {
+  it("gives each fence its line, language, text and markers", () => {
+    const blocks = parseBlocks(FIXTURE, "fixture.md");
+    expect(blocks.map((b) => [b.line, b.lang])).toEqual([
+      [5, "sh"],
+      [9, "sh"],
+      [15, "json"],
+      [21, "bash"],
+      [26, "text"],
+      [31, "sh"],
+      [38, "sh"],
+      [44, "text"],
+      [49, "text"],
+      [56, "sh"],
+      [60, "sh"],
+      [65, "text"],
+    ]);
+    expect(blocks[5]?.markers).toEqual([{ kind: "skip", reason: "needs a Docker engine" }]);
+    expect(blocks[6]?.markers).toEqual([{ kind: "server" }]);
+    expect(blocks[1]?.text).toBe(
+      "curl -s http://localhost:8080/__admin/calls/verify -H 'Content-Type: application/json' -d @verify.json |\n  jq '{ok, matched, callIds}'",
+    );
+  });
+
+  it.each([
+    ["a skip without a reason", "<!-- doc-test: skip -->\n```sh\nls\n```\n", /needs a reason/],
+    ["a misspelt marker", "<!-- doc-test: sever -->\n```sh\nls\n```\n", /page:2: unknown marker/],
+    ["an output before any block", "<!-- doc-test: output -->\n```json\n{}\n```\n", /needs a shell block before/],
+    [
+      "an output of a skipped block",
+      "<!-- doc-test: skip — a remote host -->\n```sh\nls\n```\n<!-- doc-test: output -->\n```text\nx\n```\n",
+      /follows the skipped block at line 2/,
+    ],
+    ["an unclosed fence", "```sh\nls\n", /page:1: the block opened here is never closed/],
+  ])("refuses %s", (_, page, message) => {
+    expect(() => parseBlocks(page, "page")).toThrow(message);
+  });
+});
+
+describe("serveCommand", () => {
+  it.each([
+    ["npm start", []],
+    ["npm start -- --seed 7", ["--seed", "7"]],
+    [
+      "npx uae-fhir-sandbox --auth oauth2 --clients docs/clients.example.yaml",
+      ["--auth", "oauth2", "--clients", "docs/clients.example.yaml"],
+    ],
+    ["node dist/cli/main.js serve --port 9000   # a comment", ["--port", "9000"]],
+    ["uae-fhir-sandbox serve", []],
+  ])("reads %s as the sandbox with %j", (line, args) => {
+    expect(serveCommand(line)?.args).toEqual(args);
+  });
+
+  it.each([
+    "npx uae-fhir-sandbox validate scenarios/",
+    "npx uae-fhir-sandbox example add-allergy --patient 784-1990-1234567-6",
+    "npm ci",
+    "node script.mjs",
+  ])("does not read %s as starting the sandbox", (line) => {
+    expect(serveCommand(line)).toBeUndefined();
+  });
+
+  it("keeps variables set before the command", () => {
+    expect(serveCommand("ADMIN_TOKEN=secret npx uae-fhir-sandbox")).toEqual({
+      env: { ADMIN_TOKEN: "secret" },
+      args: [],
+    });
+  });
+});
+
+describe("comparing shown output", () => {
+  const ctx = { input: "the page sends 0c3a5a3e-6f3e-4b8e-9d3a-1f2b3c4d5e01 at 2026-01-15T09:30:00+04:00" };
+  const shown = {
+    response: { identifier: "0c3a5a3e-6f3e-4b8e-9d3a-1f2b3c4d5e01", code: "ok" },
+    stored: {
+      id: "546673c5-7fc4-4593-a3fa-6495b681fe50",
+      meta: { versionId: "1", lastUpdated: "2026-11-21T18:53:43.663Z" },
+    },
+  };
+  const got = (change: (v: typeof shown) => unknown) => change(structuredClone(shown));
+
+  it("lets assigned ids and instants differ", () => {
+    const other = got((v) => {
+      v.stored.id = "0b1e0c8a-2d2f-4c1a-9a8e-3f0a1b2c3d4e";
+      v.stored.meta.lastUpdated = "2026-11-27T09:30:01.5Z";
+      return v;
+    });
+    expect(compareJson(shown, other, ctx)).toEqual([]);
+  });
+
+  type Shown = typeof shown;
+  const changes: Array<[string, (v: Shown) => unknown, RegExp]> = [
+    [
+      "a non-volatile value",
+      (v) => {
+        v.response.code = "fatal-error";
+        return v;
+      },
+      /\$\.response\.code/,
+    ],
+    [
+      "an id the page sent",
+      (v) => {
+        v.response.identifier = "546673c5-7fc4-4593-a3fa-6495b681fe51";
+        return v;
+      },
+      /in the page's own commands/,
+    ],
+    ["an extra key", (v) => ({ ...v, issues: [] }), /unexpected issues/],
+    ["a missing key", (v) => ({ response: v.response }), /missing stored/],
+    [
+      "a UUID where an instant was",
+      (v) => {
+        v.stored.meta.lastUpdated = v.stored.id;
+        return v;
+      },
+      /lastUpdated/,
+    ],
+    [
+      "a number where a string was",
+      (v) => ({ ...v, stored: { ...v.stored, meta: { ...v.stored.meta, versionId: 1 } } }),
+      /expected string "1", got number 1/,
+    ],
+  ];
+  it.each(changes)("reports %s", (_, change, message) => {
+    expect(compareJson(shown, got(change), ctx).join("\n")).toMatch(message);
+  });
+
+  it("compares text line by line, durations and times of day masked", () => {
+    const line = "18:53:43.663 IN  add-allergy                 200 ok              built-in                  12 ms #1";
+    expect(
+      compareText(
+        line,
+        "09:01:02.003 IN  add-allergy                 200 ok              built-in                 4.5 ms #1",
+        ctx,
+      ),
+    ).toEqual([]);
+    expect(
+      compareText(
+        line,
+        "09:01:02.003 IN  add-allergy                 200 ok              built-in                 4.5 ms #2",
+        ctx,
+      ),
+    ).toHaveLength(1);
+    expect(compareText("a\nb", "a\nb\nc", ctx)).toEqual(['line 3: unexpected "c"']);
+  });
+
+  it("finds shown log lines in order among what the sandbox printed", () => {
+    const printed = ["banner", "10:00:00.000 one 3 ms", "other", "10:00:00.100 two 5 ms"];
+    expect(missingLogLines("11:11:11.111 one 9 ms\n11:11:11.111 two 1 ms", printed, ctx)).toEqual([]);
+    expect(missingLogLines("11:11:11.111 two 1 ms\n11:11:11.111 one 9 ms", printed, ctx)).toEqual([
+      "11:11:11.111 one 9 ms",
+    ]);
+  });
+});
+
+describe("runMarkdown", () => {
+  it(
+    "runs a page: files between blocks, outputs compared, a skip, a server with its flags, a log line, a helper on a mapped port",
+    async () => {
+      const report = await runMarkdown(FIXTURE, "fixture.md");
+      expect(report.blocks.map((b) => [b.line, b.what])).toEqual([
+        [5, "ran"],
+        [9, "ran"],
+        [15, "compared"],
+        [21, "ran"],
+        [26, "compared"],
+        [31, "skipped: needs a Docker engine"],
+        [38, "server"],
+        [44, "compared"],
+        [49, "compared"],
+        [56, "background"],
+        [60, "ran"],
+        [65, "compared"],
+      ]);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
+    "fails a block that fails, naming page:line, the block, its output and the sandbox's",
+    async () => {
+      const page = "Intro\n\n```sh\necho first\n```\n\n```sh\necho to-stdout; echo to-stderr >&2; false\n```\n";
+      const error = await runMarkdown(page, "broken.md").catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(DocBlockError);
+      const message = (error as Error).message;
+      expect(message).toMatch(/^broken\.md:7: exited with 1/);
+      expect(message).toContain("echo to-stdout; echo to-stderr >&2; false");
+      expect(message).toMatch(/its stdout:\n {2}to-stdout/);
+      expect(message).toMatch(/its stderr:\n {2}to-stderr/);
+      expect(message).toMatch(/the sandbox's output:[\s\S]*listening on http:\/\/127\.0\.0\.1:8080/);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
+    "fails a shown output that differs, and a block that starts a sandbox without the server marker",
+    async () => {
+      const differs =
+        '```sh\necho \'{"code": "ok"}\'\n```\n<!-- doc-test: output -->\n```json\n{"code": "fatal-error"}\n```\n';
+      await expect(runMarkdown(differs, "differs.md")).rejects.toThrow(
+        /differs\.md:5: the output of the block at line 1 is not the one shown:\n {2}\$\.code: expected "fatal-error", got "ok"/,
+      );
+      const unmarked = "```sh\nnpx uae-fhir-sandbox --seed 3\n```\n";
+      await expect(runMarkdown(unmarked, "unmarked.md")).rejects.toThrow(
+        /unmarked\.md:1: this block starts the sandbox .*mark it <!-- doc-test: server -->/,
+      );
+    },
+    PAGE_BUDGET_MS,
+  );
+});
