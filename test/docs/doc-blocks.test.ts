@@ -202,7 +202,7 @@ describe("runMarkdown", () => {
       expect(message).toContain("echo to-stdout; echo to-stderr >&2; false");
       expect(message).toMatch(/its stdout:\n {2}to-stdout/);
       expect(message).toMatch(/its stderr:\n {2}to-stderr/);
-      expect(message).toMatch(/the sandbox's output:[\s\S]*listening on http:\/\/127\.0\.0\.1:8080/);
+      expect(message).toMatch(/the sandbox's output:[\s\S]*listening on http:\/\/localhost:8080/);
     },
     PAGE_BUDGET_MS,
   );

@@ -184,8 +184,8 @@ class PageRun {
   /** Fixed port in the page → the free port it stands for. */
   readonly ports = new Map<number, number>();
   sandbox: Child | undefined;
-  /** Where the sandbox's output starts for the current block (log blocks read from there). */
-  sandboxMark = 0;
+  /** What the sandbox printed on its terminal, stdout and stderr interleaved as they came. */
+  terminal = "";
   readonly helpers: Child[] = [];
   readonly input: string;
   /** The last block that ran, and what it printed. */
@@ -317,8 +317,7 @@ class PageRun {
     if (!this.ports.has(fixed)) this.ports.set(fixed, await freePort());
     // The page's commands reach this sandbox on 8080 whatever port the block starts it on.
     this.ports.set(SANDBOX_PORT, this.ports.get(fixed) as number);
-    const hostAt = args.indexOf("--host");
-    if (hostAt < 0 && env.HOST === undefined) args.push("--host", "127.0.0.1");
+    // No --host, as a reader starts it: the banner then names localhost, as the pages show it.
     const argv = [
       join(ROOT, MAIN),
       "serve",
@@ -336,7 +335,12 @@ class PageRun {
       }),
     );
     this.sandbox = child;
-    this.sandboxMark = 0;
+    // The terminal: stdout and stderr as they came (warnings go to stderr, in between the lines of calls).
+    this.terminal = "";
+    for (const stream of [child.process.stdout, child.process.stderr])
+      stream?.on("data", (chunk: string) => {
+        this.terminal += chunk;
+      });
     try {
       await child.waitForOutput(LISTENING, START_TIMEOUT_MS);
     } catch (e) {
@@ -431,15 +435,13 @@ class PageRun {
         );
       return;
     }
-    const sandbox = this.sandbox;
-    if (sandbox === undefined) this.fail(block, "no sandbox is running to have printed these lines");
+    if (this.sandbox === undefined) this.fail(block, "no sandbox is running to have printed these lines");
     // Lines printed since the previous block started; they may come just after its answer, so wait for them.
-    const printed = () => textLines(this.unmapText(sandbox.stdout.slice(last.sandboxFrom)));
+    const printed = () => textLines(this.unmapText(this.terminal.slice(last.sandboxFrom)));
     const deadline = Date.now() + LOG_WAIT_MS;
     let missing = missingLogLines(block.text, printed(), ctx);
     while (missing.length > 0 && Date.now() < deadline) {
-      await sandbox.waitForOutput(/\n/, Math.max(1, deadline - Date.now())).catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 20));
+      await new Promise((r) => setTimeout(r, 50));
       missing = missingLogLines(block.text, printed(), ctx);
     }
     if (missing.length > 0)
@@ -489,7 +491,7 @@ export async function runMarkdown(markdown: string, page: string, options: PageO
         note(`skipped: ${skip.reason}`);
         continue;
       }
-      const sandboxFrom = run.sandbox?.stdout.length ?? 0;
+      const sandboxFrom = run.terminal.length;
       if (markerOf(block, "server")) {
         const out = await run.runServer(block);
         run.last = { block, ...out, sandboxFrom: 0 };

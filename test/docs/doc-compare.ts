@@ -1,7 +1,7 @@
 // Comparing the output a page shows with the output its command gave. Only *values* can be volatile, never structure:
 // JSON is compared node by node (same types, same keys, same array lengths, numbers and booleans exactly), and inside
 // a string (or a text line) only the spans that look like a volatile value (a UUID, an instant, a time of day, a
-// duration) may differ, and only with a span of the same kind and shape. A volatile-looking value the page itself
+// duration, a signed token) may differ, and only with a span of the same kind and shape. A volatile-looking value the page itself
 // wrote in a command it runs (a MessageHeader id, a Bundle timestamp) is not volatile: it must come back exactly.
 
 interface Kind {
@@ -26,6 +26,8 @@ const KINDS: readonly Kind[] = [
     // Fraction digits vary with the clock (…43.6Z is 43.600): the shape keeps the format, not the digit count.
     shape: (s) => digits(s).replace(/\.0+/, ".0"),
   },
+  // A signed token (a JWT): new keys at each start. A page may show it cut short with "…".
+  { name: "jwt", pattern: /\beyJ[\w-]+(?:\.[\w-]*){0,2}…?/g, shape: () => "eyJ…" },
   { name: "time", pattern: /\b\d\d:\d\d:\d\d(?:\.\d+)?\b/g, shape: (s) => digits(s).replace(/\.0+/, ".0") },
   // A duration's width varies, and so does the padding that aligns it in a column.
   { name: "duration", pattern: / *\b\d+(?:\.\d+)? ?ms\b/g, shape: () => " N ms" },
