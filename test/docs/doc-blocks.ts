@@ -5,11 +5,21 @@
 // `localhost:8080` is the page's sandbox, other fixed ports a page uses are free ports of this machine.
 
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer, Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { describe, it } from "vitest";
+import { afterEach, describe, it } from "vitest";
 import { Child, childEnv, LISTENING, MAIN, ROOT } from "../cli/cli-process.js";
 import { compareJson, compareText, missingLogLines, parseJsonOutput, textLines } from "./doc-compare.js";
 import { type Block, isShell, markerOf, parseBlocks } from "./markdown-blocks.js";
@@ -139,6 +149,13 @@ function logicalLines(text: string): Array<{ index: number; text: string }> {
   return out;
 }
 
+/** The YAML files of a scenarios folder, at any depth. */
+function scenarioFiles(dir: string): string[] {
+  return readdirSync(dir, { recursive: true, encoding: "utf8" })
+    .filter((f) => /\.ya?ml$/.test(f))
+    .map((f) => join(dir, f));
+}
+
 /** Kills a process group started with `detached: true`, and waits for its leader to be gone. */
 async function stopGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
@@ -162,9 +179,13 @@ async function waitForPort(port: number, timeoutMs: number, alive: () => boolean
   while (Date.now() < deadline && alive()) {
     const open = await new Promise<boolean>((resolve) => {
       const socket = new Socket();
-      socket.once("connect", () => resolve(true)).once("error", () => resolve(false));
+      const done = (listening: boolean) => {
+        socket.destroy();
+        resolve(listening);
+      };
+      socket.once("connect", () => done(true)).once("error", () => done(false));
       socket.connect(port, "127.0.0.1");
-    }).finally(() => undefined);
+    });
     if (open) return true;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -176,6 +197,26 @@ const tail = (s: string, lines = 40) => {
   return (all.length > lines ? [`… (${all.length - lines} lines before)`, ...all.slice(-lines)] : all).join("\n");
 };
 const indent = (s: string) => (s.trim() === "" ? "  (nothing)" : s.replace(/^/gm, "  "));
+
+/** Pages running now: a test that times out leaves its run behind, and afterEach (or the exit) stops it. */
+const running = new Set<PageRun>();
+
+/** Stops every page still running: their sandboxes and helpers, and removes their directories. */
+export async function stopAllPages(): Promise<void> {
+  await Promise.all([...running].map((run) => run.close()));
+}
+
+// Sandboxes and helpers run in their own process groups, which outlive this process unless killed.
+process.once("exit", () => {
+  for (const run of running)
+    for (const child of [run.sandbox, ...run.helpers])
+      if (child?.process.pid !== undefined && child.process.exitCode === null && child.process.signalCode === null)
+        try {
+          process.kill(-child.process.pid, "SIGKILL");
+        } catch {
+          // Already gone.
+        }
+});
 
 /** One page's run: its directory, its ports, its sandbox and helpers. */
 class PageRun {
@@ -196,19 +237,20 @@ class PageRun {
     readonly blocks: readonly Block[],
     readonly options: PageOptions,
   ) {
-    this.dir = mkdtempSync(join(tmpdir(), `doc-${pageSlug(page)}-`));
+    this.dir = mkdtempSync(join(tmpdir(), `doc-${pageSlug(page).replace(/[^a-z0-9-]+/g, "-")}-`));
     this.binDir = join(this.dir, ".doc-test", "bin");
     this.input = blocks
       .filter(isShell)
       .map((b) => b.text)
       .join("\n");
+    running.add(this);
   }
 
   /** Free ports for every fixed port the page's commands and the shipped scenarios name (8080 is the sandbox's). */
   async mapPorts(): Promise<void> {
-    const scenarioText = ["scenarios"]
-      .flatMap((d) => spawnSync("grep", ["-rhoE", "(localhost|127\\.0\\.0\\.1):[0-9]{2,5}", join(ROOT, d)]).stdout)
-      .join("");
+    const scenarioText = scenarioFiles(join(ROOT, "scenarios"))
+      .map((f) => readFileSync(f, "utf8"))
+      .join("\n");
     const helpers = this.blocks.filter((b) => markerOf(b, "background")).flatMap((b) => [...listenPorts(b.text)]);
     for (const p of new Set([...portsIn(this.input), ...portsIn(scenarioText), ...helpers, SANDBOX_PORT]))
       this.ports.set(p, await freePort());
@@ -217,13 +259,7 @@ class PageRun {
   /** The page's working directory: a copy of the repository's scenarios/ and docs/ (ports mapped), and the CLI. */
   prepare(): void {
     for (const d of ["scenarios", "docs"]) cpSync(join(ROOT, d), join(this.dir, d), { recursive: true });
-    spawnSync("find", [join(this.dir, "scenarios"), "-type", "f", "-name", "*.yaml"])
-      .stdout.toString()
-      .split("\n")
-      .filter(Boolean)
-      .forEach((f) => {
-        writeFileSync(f, this.mapText(readFileSync(f, "utf8")));
-      });
+    for (const f of scenarioFiles(join(this.dir, "scenarios"))) writeFileSync(f, this.mapText(readFileSync(f, "utf8")));
     mkdirSync(this.binDir, { recursive: true });
     const cli = `#!/bin/sh\nexec "${process.execPath}" "${join(ROOT, MAIN)}" "$@"\n`;
     writeFileSync(join(this.binDir, "uae-fhir-sandbox"), cli);
@@ -461,6 +497,7 @@ class PageRun {
   }
 
   async close(): Promise<void> {
+    running.delete(this);
     await Promise.all([...this.helpers.map((h) => stopGroup(h.process)), this.stopSandbox()]);
     if (!this.options.keep) rmSync(this.dir, { recursive: true, force: true });
   }
@@ -531,6 +568,7 @@ export function runPage(page: string, options: PageOptions = {}): Promise<PageRe
  */
 export function pageTest(page: string, timeoutMs: number, options: PageOptions = {}): void {
   describe(`${page} works as written`, () => {
+    afterEach(stopAllPages);
     it(
       "runs every block in order, and what it prints is what the page shows",
       async () => {

@@ -1,7 +1,8 @@
 // Comparing the output a page shows with the output its command gave. Only *values* can be volatile, never structure:
 // JSON is compared node by node (same types, same keys, same array lengths, numbers and booleans exactly), and inside
 // a string (or a text line) only the spans that look like a volatile value (a UUID, an instant, a time of day, a
-// duration, a signed token) may differ, and only with a span of the same kind and shape. A volatile-looking value the page itself
+// duration, a signed token) may differ, and only with a span of the same kind and shape; so may a number under a key
+// that names a time taken (`durationMs`). A volatile-looking value the page itself
 // wrote in a command it runs (a MessageHeader id, a Bundle timestamp) is not volatile: it must come back exactly.
 
 interface Kind {
@@ -89,6 +90,9 @@ export function compareString(expected: string, actual: string, ctx: CompareCont
   return undefined;
 }
 
+/** JSON keys whose numbers are times taken (`durationMs`, `uptimeSeconds`): any number matches another there. */
+const TIMED_KEY = /^(duration|elapsed|uptime)|(Duration|Elapsed|Uptime)[A-Z]?\w*$/;
+
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 
 /** Differences between two JSON values, each as "path: what"; empty when they agree (volatile spans aside). */
@@ -115,7 +119,11 @@ export function compareJson(expected: unknown, actual: unknown, ctx: CompareCont
     if (missing.length > 0) out.push(`${path}: missing ${missing.join(", ")}`);
     if (extra.length > 0)
       out.push(`${path}: unexpected ${extra.map((k) => `${k}: ${JSON.stringify(g[k])}`).join(", ")}`);
-    for (const k of Object.keys(e)) if (k in g) out.push(...compareJson(e[k], g[k], ctx, `${path}.${k}`));
+    for (const k of Object.keys(e)) {
+      if (!(k in g)) continue;
+      if (TIMED_KEY.test(k) && typeof e[k] === "number" && typeof g[k] === "number") continue;
+      out.push(...compareJson(e[k], g[k], ctx, `${path}.${k}`));
+    }
     return out;
   }
   return Object.is(expected, actual)

@@ -24,6 +24,12 @@ function runnerOf(page: string): string | undefined {
 }
 
 describe("every shell block of the docs is run or says why not", () => {
+  it("has a page for every page test", () => {
+    const tests = readdirSync(join(ROOT, "test/docs")).filter((f) => /^run-.+\.test\.ts$/.test(f));
+    const pages = new Set(PAGES.map((p) => `run-${pageSlug(p)}.test.ts`));
+    expect(tests.filter((t) => !pages.has(t))).toEqual([]);
+  });
+
   it.each(PAGES)("%s", (page) => {
     const blocks = parseBlocks(readFileSync(join(ROOT, page), "utf8"), page).filter(isShell);
     const unskipped = blocks.filter((b) => !markerOf(b, "skip"));
