@@ -217,8 +217,11 @@ const BUILDERS: Readonly<Record<string, Build>> = {
     profileMessage(x, [{ ...asNew(x.fresh.tasks[0] as Task), status: "requested", for: x.patientRef }]),
   "update-task": (x) => {
     const stored = x.profile.tasks[0] as Task;
-    // The next status the state machine allows, short of cancelling (cancel-task's job).
-    const next = TASK_TRANSITIONS[stored.status].find((s) => s !== "cancelled") ?? stored.status;
+    // The next status the state machine allows that leaves the task open: cancelling is cancel-task's job, and a
+    // task completed here could not then be cancelled by cancel-task's example (often the same task).
+    const next =
+      TASK_TRANSITIONS[stored.status].find((s) => s !== "cancelled" && TASK_TRANSITIONS[s].includes("cancelled")) ??
+      stored.status;
     return profileMessage(x, [{ ...asSent(stored), status: next, priority: "urgent", for: x.patientRef }]);
   },
   "cancel-task": (x) => {

@@ -17,6 +17,8 @@ const PATIENT = "784-1990-1234567-6";
 const AT = new Date("2026-01-15T09:30:00.000Z");
 const BASE = "http://localhost:8080";
 const PHARMACY_SIDE = new Set(["confirm-drugs-availability", "receive-allocation", "send-dispense-summary"]);
+/** The order the pharmacy's answers are about, as POST /__admin/orders takes it. */
+const ORDER = { items: [{ medication: { code: "861007" }, quantity: 60 }], pharmacies: [EXAMPLE_PHARMACY.licence] };
 
 /** Recognisable ids from a counter: requests `…4000-8000-…`, the sandbox's own `…4000-9000-…`. */
 function counter(prefix: string): () => string {
@@ -67,10 +69,7 @@ async function exchange(operation: Operation) {
     let order: Parameters<typeof build>[1];
     if (PHARMACY_SIDE.has(operation.id)) {
       await post(sandbox, operation.path, build("subscribe-order-notifications"));
-      const created = sandbox.orders.create({
-        items: [{ medication: { code: "861007" }, quantity: 60 }],
-        pharmacies: [EXAMPLE_PHARMACY.licence],
-      });
+      const created = sandbox.orders.create(ORDER);
       if (!created.ok) throw new Error(`order not created: ${JSON.stringify(created.issues)}`);
       const view = (await (await sandbox.app.request(`/__admin/orders/${created.value.id}`)).json()) as OrderView;
       const facts = orderFacts(view, EXAMPLE_PHARMACY.licence);
@@ -118,6 +117,33 @@ function commandOptions(id: string): string {
   return `--patient ${PATIENT} `;
 }
 
+/**
+ * The block that sends the operation's example to a running sandbox and fails unless it answers `ok`. The page's
+ * blocks run in page order against one sandbox (a test does so), so each example must leave the sandbox in a
+ * state the next one's example is valid in: the confirm block makes the order that the later pharmacy answers
+ * name, by the id the sandbox gave it.
+ */
+function tryIt({ id, path }: Operation): string {
+  const order = `--order "$(jq -r .id order.json)" --url ${BASE}`;
+  const lines =
+    id === "confirm-drugs-availability"
+      ? [
+          `curl -s ${BASE}/__admin/orders -H 'Content-Type: application/json' \\`,
+          `  -d '${JSON.stringify(ORDER)}' > order.json`,
+          `npx uae-fhir-sandbox example ${id} ${order} |`,
+        ]
+      : PHARMACY_SIDE.has(id)
+        ? [`npx uae-fhir-sandbox example ${id} ${order} |`]
+        : [`npx uae-fhir-sandbox example ${id} ${commandOptions(id)}|`];
+  return [
+    "```sh",
+    ...lines,
+    `  curl -s '${BASE}${path}' -H 'Content-Type: application/json' --data-binary @- |`,
+    `  jq -e '.entry[0].resource.response.code == "ok"'`,
+    "```",
+  ].join("\n");
+}
+
 /** The whole of docs/operations.md. */
 export async function renderOperationsDoc(): Promise<string> {
   const { operations } = buildCatalogue();
@@ -129,6 +155,8 @@ export async function renderOperationsDoc(): Promise<string> {
     `Every operation with a request that \`uae-fhir-sandbox example <operation> --bundle\` prints (here for the patient with Emirates ID \`${PATIENT}\`, the default \`--seed\`, a fixed clock and counted ids) and the answer a fresh sandbox gives it. Send a request as \`{"content": "<the Bundle as a JSON string>"}\` — \`example\` prints that envelope unless given \`--bundle\`.`,
     "",
     "Records to update or remove, and tasks to move on, belong to the patient's generated profile, which a sandbox with the same seed holds from the start. The drug-order answers (confirm, receive-allocation, dispense) name the Task and MedicationRequests of an order: here one made for the example pharmacy after it subscribed; on a running sandbox, `example <operation> --order <id> --pharmacy <licence> --url <sandbox>` reads them from `GET /__admin/orders/{id}` ([pharmacy guide](pharmacy-guide.md)).",
+    "",
+    "Each section ends with the command that sends its example to a sandbox on `http://localhost:8080` (started with the default `--seed`) and prints `true` when the answer is `ok`. Run one after the other, in page order, against one freshly started sandbox, every one is answered `ok`: the confirm command first creates the order that it and the two after it answer, and saves it in `order.json`.",
     "",
     ...operations.map((op) => `- [${op.id}](#${op.id})`),
     "",
@@ -147,6 +175,10 @@ export async function renderOperationsDoc(): Promise<string> {
       json(request),
       "",
       answerSection(answer),
+      "On a running sandbox:",
+      "",
+      tryIt(operation),
+      "",
     );
   }
   return `${parts.join("\n").trimEnd()}\n`;
