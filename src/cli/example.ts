@@ -153,13 +153,13 @@ async function readOrder(url: string, id: string, token: string | undefined, lic
     );
   }
   const text = await res.text();
+  if (res.status === 404) {
+    throw new Unreachable(
+      `Order ${JSON.stringify(id)}: the sandbox at ${url} has no such order (${saying(text)}). --order takes the id of one of its orders (uae-fhir-sandbox trigger order creates one).`,
+    );
+  }
   if (res.status !== 200) {
-    const hint =
-      res.status === 401
-        ? " Give its admin token with --token or ADMIN_TOKEN."
-        : res.status === 404
-          ? ` GET ${url}/__admin/orders lists the orders there; --order takes the id of one.`
-          : "";
+    const hint = res.status === 401 ? " Give its admin token with --token or ADMIN_TOKEN." : "";
     throw new Unreachable(
       `Order ${JSON.stringify(id)}: GET ${endpoint} answered ${res.status}: ${saying(text)}${hint}`,
     );
