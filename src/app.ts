@@ -43,6 +43,7 @@ import { StateFile, StateWriteError } from "./state/state-file.js";
 import { ProfileCache } from "./store/profile-cache.js";
 import { RecordInterner } from "./store/record-interner.js";
 import type { SandboxStore } from "./store/sandbox-store.js";
+import { counted } from "./text/plural.js";
 import { landingPage } from "./ui/ui-routes.js";
 import { VERSION } from "./version.js";
 import { RETRY_AFTER_S, unsavedIssue } from "./workspace/unsaved-answer.js";
@@ -191,7 +192,7 @@ export function createApp(
       onLoad: ({ ok, problems }, cause) => {
         // The first load is told by whoever started the sandbox (the CLI's banner); reloads are logged.
         if (started && ok) {
-          logger.info(`scenarios loaded from ${options.scenarios}: ${folder.rules.rules.length} rules`, {
+          logger.info(`scenarios loaded from ${options.scenarios}: ${counted(folder.rules.rules.length, "rule")}`, {
             event: "scenarios-loaded",
             source: options.scenarios,
             files: folder.scenarios.length,

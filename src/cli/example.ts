@@ -126,6 +126,18 @@ function parse(argv: string[], env: NodeJS.ProcessEnv) {
   };
 }
 
+/** What an answer says, on one line: an OperationOutcome's diagnostics, else the start of its text. */
+function saying(text: string): string {
+  try {
+    const body = JSON.parse(text) as { resourceType?: unknown; issue?: Array<{ diagnostics?: unknown }> };
+    const said = body.resourceType === "OperationOutcome" ? body.issue?.map((i) => i.diagnostics) : undefined;
+    if (said?.every((d) => typeof d === "string") && said.length > 0) return said.join(" ");
+  } catch {
+    // Not JSON: said as it is.
+  }
+  return text.replace(/\s+/g, " ").trim().slice(0, 300);
+}
+
 async function readOrder(url: string, id: string, token: string | undefined, licence: string | undefined) {
   const endpoint = `${url}/__admin/orders/${encodeURIComponent(id)}`;
   let res: Response;
@@ -141,9 +153,16 @@ async function readOrder(url: string, id: string, token: string | undefined, lic
     );
   }
   const text = await res.text();
+  if (res.status === 404) {
+    throw new Unreachable(
+      `Order ${JSON.stringify(id)}: the sandbox at ${url} has no such order (${saying(text)}). --order takes the id of one of its orders (uae-fhir-sandbox trigger order creates one).`,
+    );
+  }
   if (res.status !== 200) {
     const hint = res.status === 401 ? " Give its admin token with --token or ADMIN_TOKEN." : "";
-    throw new Unreachable(`GET ${endpoint} answered ${res.status}: ${text.slice(0, 300)}${hint}`);
+    throw new Unreachable(
+      `Order ${JSON.stringify(id)}: GET ${endpoint} answered ${res.status}: ${saying(text)}${hint}`,
+    );
   }
   const facts = orderFacts(JSON.parse(text) as OrderView, licence);
   if (!facts.ok) throw new Usage(facts.problem);

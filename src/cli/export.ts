@@ -4,6 +4,7 @@ import { formatProblem } from "../config/yaml-file.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import { JournalLineError, newReadStats, readJournal } from "../record/read-journal.js";
 import { defaultOperationNames, loadScenarioText } from "../scenarios/load.js";
+import { counted } from "../text/plural.js";
 import { parseCommandLine } from "./parse-command-line.js";
 
 export const EXPORT_USAGE = `Usage: uae-fhir-sandbox export --from <calls.ndjson> [--to <scenario.yaml>] [options]
@@ -102,7 +103,7 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
   if (exporter.inbound === 0) {
     const which = operations ? ` of ${operations.join(", ")}` : "";
     io.err(
-      `${from} holds no inbound calls${which} (${stats.calls} calls in ${stats.lines} lines): nothing to export, no scenario written.`,
+      `${from} holds no inbound calls${which} (${counted(stats.calls, "call")} in ${counted(stats.lines, "line")}): nothing to export, no scenario written.`,
     );
     return 1;
   }
@@ -121,7 +122,7 @@ export async function exportCommand(argv: string[], io: ExportIo): Promise<numbe
     mkdirSync(dirname(to), { recursive: true });
     writeFileSync(to, text);
   }
-  const summary = `${rules} rules from ${exporter.exported} of ${exporter.inbound} inbound calls${to ? ` written to ${to}` : ""}; ${exporter.skipped.length} not exported`;
+  const summary = `${counted(rules, "rule")} from ${exporter.exported} of ${counted(exporter.inbound, "inbound call")}${to ? ` written to ${to}` : ""}; ${exporter.skipped.length} not exported`;
   io.err(summary);
   if (!check.ok) {
     io.err("The sandbox would not load the result:");

@@ -1,8 +1,9 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
 import { HEADER_NAME } from "../journal/redact.js";
 import { LOG_FORMATS, LOG_LEVELS, LOG_TIMES, type LogFormat, type LogLevel, type LogTime } from "../log/request-log.js";
+import { shippedScenarios } from "../scenarios/shipped.js";
 import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 
 /** How a flag's text becomes a value. */
@@ -200,7 +201,7 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "scenarios",
     "string",
     "./scenarios",
-    "folder (or file) of scenario YAML files; a missing folder means none",
+    "folder (or file) of scenario YAML files; without ./scenarios, the scenarios the package ships; a path that does not exist is an error",
     "s",
   ),
   flag(
@@ -525,7 +526,7 @@ export function resolveServeConfig(
       emiratesIdSystem: v["emirates-id-system"] as string,
       validation: v.validation as SandboxOptions["validation"],
       emiratesIdCheck: v["emirates-id-check"] as SandboxOptions["emiratesIdCheck"],
-      scenarios: (v.scenarios as string | undefined) || undefined,
+      scenarios: scenariosOf(values, env),
       maxScenarioFile: v["max-scenario-file"] as number,
       watch: v.watch as boolean,
       confirmDeadlineMs: v["confirm-deadline"] as number,
@@ -556,6 +557,29 @@ export function resolveServeConfig(
       quiet: v.quiet as boolean,
     },
   };
+}
+
+/**
+ * The scenarios to serve. Given (--scenarios, SCENARIOS), the path must exist: a mistyped one would serve no rules
+ * in silence; empty means none. Not given: ./scenarios when the working folder has one (a clone), else the
+ * scenarios the package ships (installed as a dependency, run with npx: no ./scenarios there).
+ */
+function scenariosOf(values: Record<string, string | boolean | undefined>, env: NodeJS.ProcessEnv): string | undefined {
+  const f = SERVE_FLAGS.find((flag) => flag.name === "scenarios") as Flag;
+  const fromFlag = values[f.name];
+  const given = fromFlag !== undefined ? String(fromFlag) : env[f.env];
+  if (given !== undefined) {
+    if (given === "" || existsSync(given)) return given || undefined;
+    const from =
+      fromFlag !== undefined
+        ? `--${f.name} ${JSON.stringify(given)}`
+        : `${f.env} ${JSON.stringify(given)} (--${f.name})`;
+    throw new UsageError(
+      `${from}: no such folder or file; give a folder (or file) of scenario YAML files, or leave --${f.name} out for ./scenarios or the scenarios the package ships`,
+    );
+  }
+  const local = f.default as string;
+  return existsSync(local) ? local : (shippedScenarios() ?? local);
 }
 
 /**

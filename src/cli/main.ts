@@ -10,6 +10,7 @@ import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { StateFileProblem } from "../state/state-file.js";
+import { didYouMean } from "../text/suggest.js";
 import { VERSION } from "../version.js";
 import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
@@ -62,6 +63,31 @@ Admin API: /__admin (health, operations, calls, calls/verify, calls/wait, events
 Dashboard: /__admin/ui/ (in a browser; GET / links it)
 OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
+
+const VALIDATE_USAGE = `Usage: uae-fhir-sandbox validate [DIR|FILE...] [--operations FILE] [--max-scenario-file SIZE]
+
+Checks scenario files as the server loads them, without serving: every problem of every file at once (schema,
+operation ids, templates, values), each as file:line:column: message, with a suggestion where one is close.
+The files of a folder are checked together, so a name given twice across them is found.
+
+  DIR|FILE...                  folders (every *.yaml / *.yml under them) or files; default ./scenarios
+  --operations FILE            the operations file the server runs with: rules may name its codes and aliases
+                               (env OPERATIONS)
+  --max-scenario-file SIZE     largest file, as the server refuses it (default 16mb; env MAX_SCENARIO_FILE)
+  -h, --help                   this help
+
+Exit 0 when every file is valid, 1 when any has a problem, 2 on a usage error.`;
+
+const SCHEMA_USAGE = `Usage: uae-fhir-sandbox schema [scenarios|clients]
+
+Prints a JSON Schema (draft 2020-12) on stdout, for an editor (yaml-language-server) or a CI check:
+  scenarios   scenario files (the default); the package ships it as uae-fhir-sandbox/scenario.schema.json
+  clients     the OAuth2 clients file of --auth oauth2 (--clients)
+
+  -h, --help  this help`;
+
+/** Commands, for "did you mean" on a mistyped one. */
+const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup"];
 
 export interface CliIo {
   out(line: string): void;
@@ -127,15 +153,16 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   const { positionals } = parsed;
   const values = { ...parsed.values } as Record<string, string | boolean | undefined>;
   for (const [name, value] of given) values[name] = value;
+  const [command = "serve", ...rest] = positionals;
   if (values.help) {
-    io.out(USAGE);
+    // Each command's own usage; serve's is the whole help (its options are the flags listed there).
+    io.out(command === "validate" ? VALIDATE_USAGE : command === "schema" ? SCHEMA_USAGE : USAGE);
     return 0;
   }
   if (values.version) {
     io.out(VERSION);
     return 0;
   }
-  const [command = "serve", ...rest] = positionals;
   if (command === "validate") {
     let maxBytes: number;
     let operationsFile: string | undefined;
@@ -162,8 +189,18 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
     io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));
     return 0;
   }
-  if (command !== "serve" || rest.length > 0) {
-    io.err(`Unknown command: ${positionals.join(" ")}\nRun uae-fhir-sandbox --help for the commands.`);
+  if (command === "schema") {
+    io.err(`schema takes one of scenarios, clients; not ${rest.join(" ")}\nRun uae-fhir-sandbox schema --help.`);
+    return 2;
+  }
+  if (command !== "serve") {
+    io.err(
+      `Unknown command: ${command}${didYouMean(command, COMMANDS)}\nRun uae-fhir-sandbox --help for the commands.`,
+    );
+    return 2;
+  }
+  if (rest.length > 0) {
+    io.err(`serve takes no arguments, only options: ${rest.join(" ")}\nRun uae-fhir-sandbox --help for the options.`);
     return 2;
   }
   let config: ServeConfig;

@@ -2,6 +2,7 @@ import { existsSync, statSync } from "node:fs";
 import { relative } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
 import { type LoadOptions, loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
+import { counted } from "../text/plural.js";
 
 /**
  * `uae-fhir-sandbox validate [DIR|FILE...]`: checks scenario files as the
@@ -45,9 +46,13 @@ export function validate(
       if (!loaded) continue;
       const patients = loaded.scenario.fixtures?.patients?.length ?? 0;
       const pharmacies = loaded.scenario.fixtures?.pharmacies?.length ?? 0;
-      io.out(`ok ${file}: ${loaded.rules.length} rules, ${patients} fixture patients, ${pharmacies} pharmacies`);
+      io.out(
+        `ok ${file}: ${counted(loaded.rules.length, "rule")}, ${counted(patients, "fixture patient")}, ${counted(pharmacies, "pharmacy", "pharmacies")}`,
+      );
     }
   }
-  io.out(failed ? `validation failed (${checked} files checked)` : `${checked} scenario files valid`);
+  io.out(
+    failed ? `validation failed (${counted(checked, "file")} checked)` : `${counted(checked, "scenario file")} valid`,
+  );
   return failed ? 1 : 0;
 }

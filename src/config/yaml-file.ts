@@ -13,6 +13,7 @@ import {
   type YAMLMap,
 } from "yaml";
 import type { z } from "zod";
+import { didYouMean } from "../text/suggest.js";
 
 /** Files larger than this are refused before parsing, unless the caller sets its own limit. */
 export const MAX_YAML_BYTES = 2 * 1024 * 1024;
@@ -68,7 +69,13 @@ export interface YamlProblem {
 /** Where a path of the decoded value stands in the file, for problems found after decoding. */
 export type Locate = (path: ReadonlyArray<string | number>, message: string) => YamlProblem;
 
-export type YamlRead<T> = { ok: true; value: T; locate: Locate } | { ok: false; problems: YamlProblem[] };
+/**
+ * A read that failed. When the document parsed but did not fit the schema, `partial` holds what it decoded to and
+ * where its paths are, so that the caller can report its other problems (operation names, templates) in the same pass.
+ */
+export type YamlRead<T> =
+  | { ok: true; value: T; locate: Locate }
+  | { ok: false; problems: YamlProblem[]; partial?: { value: unknown; locate: Locate } };
 
 /** `file:line:column: message`; a problem of the whole file or folder (line 0) is `file: message`. */
 export function formatProblem(p: YamlProblem): string {
@@ -251,7 +258,7 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
         problems.push(locate(path, i.message));
         continue;
       }
-      const problem = locate(path, `unknown key "${key}"`);
+      const problem = locate(path, `unknown key "${key}"${didYouMean(key, knownKeys(schema, path))}`);
       const offset = keyOffset(path, key);
       if (offset === undefined) problems.push(problem);
       else {
@@ -260,5 +267,57 @@ export function decodeYaml<S extends z.ZodType>(text: string, file: string, sche
       }
     }
   }
-  return { ok: false, problems: capProblems(problems, file, problems.length + more) };
+  return {
+    ok: false,
+    problems: capProblems(problems, file, problems.length + more),
+    partial: { value: data, locate },
+  };
+}
+
+/** The schemas a schema stands for: itself, or what an optional, a union, a pipe… wraps. */
+function alternatives(schema: z.ZodType): z.ZodType[] {
+  const def = (schema as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+  switch (def.type) {
+    case "optional":
+    case "nullable":
+    case "default":
+    case "prefault":
+    case "catch":
+    case "readonly":
+    case "nonoptional":
+      return alternatives(def.innerType as z.ZodType);
+    case "union":
+      return (def.options as z.ZodType[]).flatMap(alternatives);
+    case "pipe":
+      return alternatives(def.in as z.ZodType);
+    case "lazy":
+      return alternatives((def.getter as () => z.ZodType)());
+    default:
+      return [schema];
+  }
+}
+
+/** The keys an object at `path` of the schema may have (of every object the path may lead to), for "did you mean". */
+function knownKeys(schema: z.ZodType, path: ReadonlyArray<string | number>): string[] {
+  let at = alternatives(schema);
+  for (const step of path) {
+    at = at.flatMap((s) => {
+      const def = (s as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+      if (def.type === "object") {
+        const field = (def.shape as Record<string, z.ZodType>)[String(step)];
+        return field ? alternatives(field) : [];
+      }
+      if (def.type === "array" && typeof step === "number") return alternatives(def.element as z.ZodType);
+      if (def.type === "record") return alternatives(def.valueType as z.ZodType);
+      return [];
+    });
+  }
+  return [
+    ...new Set(
+      at.flatMap((s) => {
+        const def = (s as unknown as { _zod: { def: Record<string, unknown> } })._zod.def;
+        return def.type === "object" ? Object.keys(def.shape as Record<string, unknown>) : [];
+      }),
+    ),
+  ];
 }

@@ -1,5 +1,6 @@
 import { appendFileSync, closeSync, fstatSync, fsyncSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import type { SandboxEvents } from "../events.js";
+import { counted } from "../text/plural.js";
 import type { CallRecord } from "./call-record.js";
 import { callJson } from "./call-view.js";
 import { type FileLine, linesFromEnd } from "./lines-from-end.js";
@@ -212,7 +213,7 @@ export class JournalFile {
     const f = this.#failing;
     if (!f) return "";
     const ids = f.count === 1 ? `id ${f.firstId}` : `ids ${f.firstId} to ${f.lastId}`;
-    return `${f.count} call(s) could not be written and are missing from the file (${ids}; ${f.error})`;
+    return `${counted(f.count, "call")} could not be written and are missing from the file (${ids}; ${f.error})`;
   }
 
   status(): JournalFileStatus {

@@ -1,3 +1,4 @@
+import { counted } from "../text/plural.js";
 import type { Palette } from "./colours.js";
 
 /** What the start banner says is on: one structured event (JSON), a block of lines (pretty). */
@@ -41,7 +42,9 @@ export function bannerText(e: BannerEvent, headline: string, c: Palette): string
     ["base path", e.basePath === "" ? "none" : e.basePath],
     [
       "scenarios",
-      s ? `${s.source}: ${s.files} file(s), ${s.rules} rule(s)${s.watch ? ", reloaded when they change" : ""}` : "none",
+      s
+        ? `${s.source}: ${counted(s.files, "file")}, ${counted(s.rules, "rule")}${s.watch ? ", reloaded when they change" : ""}`
+        : "none",
     ],
     ["validation", `${e.validation} (Emirates IDs: ${e.emiratesIdCheck})`],
     [
@@ -51,7 +54,7 @@ export function bannerText(e: BannerEvent, headline: string, c: Palette): string
     [
       "state",
       e.state
-        ? `kept in ${e.state.file} (${e.state.workspaces} workspace(s) read back)`
+        ? `kept in ${e.state.file} (${counted(e.state.workspaces, "workspace")} read back)`
         : "in memory only (lost when the sandbox stops; --state-file keeps it)",
     ],
     ["proxy", e.proxy ?? "off"],

@@ -49,6 +49,9 @@ export interface MatcherProblem {
   message: string;
 }
 
+/** A header's value as an explanation shows it: quoted, or "absent" when the request has no such header. */
+const shown = (value: string | undefined): string => (value === undefined ? "absent" : JSON.stringify(value));
+
 const many = <T>(v: T | T[] | undefined): T[] | undefined => (v === undefined ? undefined : Array.isArray(v) ? v : [v]);
 
 type Predicate = (facts: RequestFacts) => string | undefined;
@@ -99,9 +102,7 @@ export function compileMatcher(
     if (typeof condition === "string") {
       predicates.push((f) => {
         const value = f.header(name);
-        return value === condition
-          ? undefined
-          : `header ${name} was ${JSON.stringify(value ?? null)}, expected "${condition}"`;
+        return value === condition ? undefined : `header ${name} was ${shown(value)}, expected "${condition}"`;
       });
     } else if ("absent" in condition) {
       predicates.push((f) =>
@@ -125,9 +126,7 @@ export function compileMatcher(
         } catch (error) {
           return `header ${name} was not tested against /${condition.matches}/: ${(error as Error).message}`;
         }
-        return matched
-          ? undefined
-          : `header ${name} was ${JSON.stringify(value ?? null)}, expected to match /${condition.matches}/`;
+        return matched ? undefined : `header ${name} was ${shown(value)}, expected to match /${condition.matches}/`;
       });
     }
   }

@@ -3,6 +3,7 @@ import { outboundMessage } from "../fhir/response-message.js";
 import type { PushResult } from "../push/dispatcher.js";
 import { STANDARD_FHIR_BASE, STANDARD_PATH } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
+import { counted } from "../text/plural.js";
 import type { Order, PharmacyRequest } from "./order.js";
 import type { OrderContext } from "./order-book.js";
 import { allocationResources } from "./order-resources.js";
@@ -51,7 +52,7 @@ export async function pushOrder(
   if (!result.delivered) {
     // Each attempt is a line of the request log; this says the push as a whole is given up.
     deps.logger.warn(
-      `order ${order.id}: ${event} to pharmacy ${request.licence} (${pharmacy.endpoint}) failed after ${result.attempts} attempt(s): ${result.error ?? `answered ${result.status}`}`,
+      `order ${order.id}: ${event} to pharmacy ${request.licence} (${pharmacy.endpoint}) failed after ${counted(result.attempts, "attempt")}: ${result.error ?? `answered ${result.status}`}`,
       {
         event: "push-failed",
         order: order.id,

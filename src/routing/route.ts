@@ -1,6 +1,7 @@
 import type { EntryRef, Message } from "../envelope/message.js";
 import { type CompiledPath, compilePath } from "../fhir/fhirpath.js";
 import { type Issue, issue } from "../fhir/outcome.js";
+import { nearest } from "../text/suggest.js";
 import type { Catalogue } from "./catalogue.js";
 import type { Operation } from "./operation.js";
 
@@ -14,6 +15,15 @@ export interface Routed {
 }
 
 const HEADER = "Bundle.entry[0].resource";
+
+/** ` Did you mean "add-allergy"?` for a misspelt event code: the closest of the operations' own codes, if close. */
+function suggestion(event: string, catalogue: Catalogue): string {
+  const near = nearest(
+    event,
+    catalogue.operations.map((op) => op.event),
+  );
+  return near === undefined ? "" : ` Did you mean "${near}"?`;
+}
 
 /** The node that carries the event: eventCoding.code, else eventUri. */
 function eventPath(message: Message): string {
@@ -34,7 +44,7 @@ export function routeMessage(message: Message, catalogue: Catalogue, path: strin
       issues: [
         issue(
           "not-supported",
-          `Unknown event "${message.event}". Known event codes: ${catalogue.knownEvents.join(", ")}.`,
+          `Unknown event "${message.event}".${suggestion(message.event, catalogue)} Known event codes: ${catalogue.knownEvents.join(", ")}.`,
           eventPath(message),
         ),
       ],

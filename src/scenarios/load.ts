@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import type { Patient } from "fhir/r4.js";
 import { DEFAULT_OPTIONS } from "../config/options.js";
 import {
+  capProblems,
   decodeYaml,
   type Locate,
   readYamlFile,
@@ -13,7 +14,7 @@ import {
 import { buildCatalogue } from "../routing/catalogue.js";
 import { type OperationNames, operationNames } from "../routing/operation-names.js";
 import { identifierKey } from "../store/patient-identity.js";
-import { type CompiledRule, compileRule } from "./rules.js";
+import { type CompiledRule, compileRule, ruleProblemsBeyondSchema } from "./rules.js";
 import { type ScenarioFile, scenarioFileSchema } from "./schema.js";
 
 /** A scenario file that passed every check. */
@@ -146,6 +147,32 @@ function checkScenario(scenario: ScenarioFile, source: string, locate: Locate, n
   };
 }
 
+/**
+ * A document's schema problems and, when it parsed, those of its rules beyond the schema (unknown operations,
+ * template typos…), in the order they stand in the file: every problem in one pass. The count of problems left out
+ * (capProblems) stays last.
+ */
+function allProblems(
+  schemaProblems: YamlProblem[],
+  partial: { value: unknown; locate: Locate } | undefined,
+  source: string,
+  names: OperationNames,
+): YamlProblem[] {
+  if (!partial || schemaProblems.some((p) => p.more !== undefined)) return schemaProblems;
+  const { value, locate } = partial;
+  const rules = typeof value === "object" && value !== null ? (value as { rules?: unknown }).rules : undefined;
+  const beyond = Array.isArray(rules)
+    ? rules.flatMap((rule, index) => ruleProblemsBeyondSchema(rule, { source, index, locate }, names))
+    : [];
+  const seen = new Set(schemaProblems.map((p) => `${p.line}:${p.column}:${p.message}`));
+  const all = [...schemaProblems, ...beyond.filter((p) => !seen.has(`${p.line}:${p.column}:${p.message}`))];
+  const capped = capProblems(all, source);
+  // A file-wide problem (line 0) first, then by position.
+  return capped.every((p) => p.more === undefined)
+    ? capped.sort((a, b) => a.line - b.line || a.column - b.column)
+    : capped;
+}
+
 /** A problem for every name given twice, at the second, naming where the first is. */
 function duplicates(claims: readonly Claim[]): YamlProblem[] {
   const first = new Map<string, Claim>();
@@ -181,7 +208,7 @@ export function loadScenarioFiles(files: readonly string[], root: string, option
     const source = relative(root, file) || file;
     const read = readYamlFile(file, scenarioFileSchema, limitOf(maxBytes));
     if (!read.ok) {
-      problems.push(...read.problems.map((p) => ({ ...p, file: source })));
+      problems.push(...allProblems(read.problems, read.partial, source, names).map((p) => ({ ...p, file: source })));
       continue;
     }
     const checked = checkScenario(
@@ -239,7 +266,7 @@ export function loadScenarioText<R>(
   const size = Buffer.byteLength(text);
   if (size > maxBytes) return { ok: false, problems: [tooLarge(source, size, limitOf(maxBytes))], scenarios: [] };
   const read = decodeYaml(text, source, scenarioFileSchema);
-  if (!read.ok) return { ok: false, problems: read.problems, scenarios: [] };
+  if (!read.ok) return { ok: false, problems: allProblems(read.problems, read.partial, source, names), scenarios: [] };
   const refused = admit?.(read.value);
   if (refused !== undefined) return { ok: false, problems: [], scenarios: [], refused };
   const checked = checkScenario(read.value, source, read.locate, names);

@@ -2,7 +2,7 @@ import type { Locate, YamlProblem } from "../config/yaml-file.js";
 import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
 import { durationMs } from "./duration.js";
-import type { ResponseSpec, RuleSpec } from "./schema.js";
+import { type ResponseSpec, type RuleSpec, ruleSchema, whenSchema } from "./schema.js";
 import { compileTemplate, type Render } from "./template.js";
 
 /** A scripted response, its templates compiled once. */
@@ -158,6 +158,57 @@ export function compileRule(
     },
     problems,
   };
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The problems of a rule beyond the schema's, when its file did not fit the schema: so that one pass reports them
+ * all (an unknown operation and a template typo with a bad status, not the status first and the rest after the fix).
+ * A rule that fits the schema is compiled as at load; of one that does not, what can be checked on its own is:
+ * `when.operation`, the matcher when `when` fits, and the responses' templates.
+ */
+export function ruleProblemsBeyondSchema(
+  raw: unknown,
+  where: { source: string; index: number; locate: Locate },
+  names: OperationNames,
+): YamlProblem[] {
+  const valid = ruleSchema.safeParse(raw);
+  if (valid.success) return compileRule(valid.data, where, names).problems;
+  if (!isRecord(raw)) return [];
+  const at = ["rules", where.index];
+  const problems: YamlProblem[] = [];
+  const when = whenSchema.safeParse(raw.when ?? {});
+  if (when.success) {
+    const operation = ruleOperations(when.data, at, where.locate, names, problems);
+    const matcher = compileMatcher({
+      invalid: false,
+      ...when.data,
+      ...(operation ? { operation } : {}),
+    } as MatcherSpec);
+    if (!matcher.ok) for (const p of matcher.problems) problems.push(where.locate([...at, "when", ...p.at], p.message));
+  } else if (isRecord(raw.when) && raw.when.operation !== undefined) {
+    const given = raw.when.operation;
+    const list = Array.isArray(given) ? given : [given];
+    list.forEach((name, i) => {
+      if (typeof name !== "string" || name === "") return;
+      const resolved = names.resolve(name);
+      if (!resolved.ok) {
+        problems.push(
+          where.locate([...at, "when", "operation", ...(Array.isArray(given) ? [i] : [])], resolved.problem),
+        );
+      }
+    });
+  }
+  const responses = Array.isArray(raw.sequence)
+    ? raw.sequence.map((r, i) => ({ r, path: [...at, "sequence", i] }))
+    : [{ r: raw.respond, path: [...at, "respond"] }];
+  for (const { r, path } of responses) {
+    if (!isRecord(r)) continue;
+    const template = compileTemplate({ outcome: r.outcome, resources: r.resources, body: r.body, headers: r.headers });
+    for (const problem of template.problems) problems.push(where.locate([...path, ...problem.path], problem.message));
+  }
+  return problems;
 }
 
 /** A rule and its place in the overall order (the index keeps each list sorted by it). */

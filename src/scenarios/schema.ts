@@ -90,7 +90,13 @@ const ANSWERS = ["outcome", "resources", "body", "fault", "builtIn"] as const;
 export const responseSchema = z
   .object({
     description: z.string().optional(),
-    status: z.number().int().min(200).max(599).optional().describe("HTTP status"),
+    status: z
+      .number()
+      .int()
+      .min(200, "an HTTP status from 200 to 599")
+      .max(599, "an HTTP status from 200 to 599")
+      .optional()
+      .describe("HTTP status"),
     headers: z.record(z.string(), z.string()).optional().describe("extra response headers"),
     delay: delaySchema.optional(),
     outcome: outcomeSchema.optional().describe("answer with an OperationOutcome, in a response message or bare"),

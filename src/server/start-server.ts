@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
 import type { SandboxApp } from "../app.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
+import { counted } from "../text/plural.js";
 
 export interface ListenOptions {
   port: number;
@@ -113,7 +114,7 @@ function reportDrops(server: Server, cap: number, warn: (message: string, droppe
     const now = performance.now();
     if (now - lastReport < DROP_LOG_INTERVAL_MS) return;
     warn(
-      `${cap} connections are open (--max-connections): dropped ${unreported} new connection(s)${Number.isFinite(lastReport) ? ` in the last ${Math.round((now - lastReport) / 1000)} s` : ""}; they are closed as they arrive until an open one ends`,
+      `${cap} connections are open (--max-connections): dropped ${counted(unreported, "new connection")}${Number.isFinite(lastReport) ? ` in the last ${Math.round((now - lastReport) / 1000)} s` : ""}; they are closed as they arrive until an open one ends`,
       unreported,
     );
     unreported = 0;

@@ -10,6 +10,7 @@ import type { Counter, Scenarios } from "../scenarios/scenarios.js";
 import type { StateFile, StateRow } from "../state/state-file.js";
 import type { SandboxStore, SavedPatient, SavedRecord } from "../store/sandbox-store.js";
 import type { PackedTexts } from "../text/packed-texts.js";
+import { counted } from "../text/plural.js";
 
 /** A remembered answer as the state file keeps it. */
 interface SavedAnswer {
@@ -82,7 +83,7 @@ export function restoreWorkspace(from: SavedRows, to: RestoreTargets): { created
   const dropped = to.scenarios.restore(documents, counters);
   if (dropped.length > 0) {
     to.logger.warn(
-      `workspace ${to.id}: ${dropped.length} scenario document(s) added at run time no longer load, and were left out`,
+      `workspace ${to.id}: ${counted(dropped.length, "scenario document")} added at run time no longer load, and were left out`,
       { event: "state-file", workspace: to.id },
     );
   }

@@ -85,7 +85,7 @@ export class Workspaces {
     return refusal(
       400,
       "invalid",
-      `${via} names workspace ${JSON.stringify(name)}, which is not ${WORKSPACE_NAME_RULE}, e.g. team-a (CONTRACT §13).`,
+      `${via} names workspace ${JSON.stringify(name)}, which is not ${WORKSPACE_NAME_RULE}, e.g. team-a (docs/shared-sandbox.md, Workspaces).`,
     );
   }
 

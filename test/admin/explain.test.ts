@@ -161,7 +161,7 @@ rules:
       expect.objectContaining({
         rule: "second-would-not",
         outcome: "not-reached",
-        failed: 'header X-Other was null, expected "yes"',
+        failed: 'header X-Other was absent, expected "yes"',
       }),
     ]);
     expect(explanation.otherOperations).toBe(1);

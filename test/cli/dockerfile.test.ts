@@ -195,7 +195,8 @@ describe("the Dockerfile", () => {
 
   it("starts the bundled server: the entry npm run bundle writes (last step of npm run build), with serve", () => {
     const pkg = JSON.parse(readFileSync(`${ROOT}package.json`, "utf8")) as { scripts: Record<string, string> };
-    expect(pkg.scripts.build).toMatch(/ && npm run bundle$/);
+    // The bundle is the last step that builds; only the up-to-date stamp (scripts/build-stamp.mjs) comes after it.
+    expect(pkg.scripts.build).toMatch(/ && npm run bundle && node scripts\/build-stamp\.mjs done$/);
     expect(cmd).toEqual(["node", "bundle/uae-fhir-sandbox.mjs", "serve"]);
     expect(readFileSync(`${ROOT}scripts/bundle.mjs`, "utf8")).toContain('"uae-fhir-sandbox.mjs"');
   });

@@ -103,7 +103,7 @@ describe("the start banner says what is on", { timeout: 30_000 }, () => {
       `  messages   POST ${url}/sandbox/uae-fhir/r4/$process-message (17 operations)`,
       `             POST ${url}/sandbox/fhir/$process-message (remove-allergy)`,
       "  base path  /sandbox",
-      `  scenarios  ${dir}: 2 file(s), 3 rule(s), reloaded when they change`,
+      `  scenarios  ${dir}: 2 files, 3 rules, reloaded when they change`,
       "  validation warn (Emirates IDs: error)",
       `  journal    in memory, the last 10000 calls; appended to ${journal}`,
       "  state      in memory only (lost when the sandbox stops; --state-file keeps it)",

@@ -170,7 +170,7 @@ describe("configuration from environment variables and flags", { timeout: 30_000
     [[], { JOURNAL_LIMIT: "0" }, /JOURNAL_LIMIT "0"/],
     [[], { LENIENT_ENVELOPE: "maybe" }, /LENIENT_ENVELOPE "maybe"/],
     [["--no-such-flag"], {}, /no-such-flag/],
-    [["frobnicate"], {}, /Unknown command: serve frobnicate/],
+    [["frobnicate"], {}, /serve takes no arguments, only options: frobnicate/],
   ] as const)("exits 2 on a bad value: %j %j", async (args, env, message) => {
     const run = await runToExit(["serve", "--host", "127.0.0.1", ...args], env);
     expect(run.code).toBe(2);

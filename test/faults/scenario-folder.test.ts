@@ -46,7 +46,7 @@ describe("scenario folder deleted and restored under load", { timeout: 30_000 },
     const staged = scenarioFolder(join(work, "staged"), "v2");
     renameSync(staged, folder);
     // The first load is in the banner; the log line is the reload's.
-    await child.waitForOutput(/scenarios loaded from [^\n]*: 1 rules\n/);
+    await child.waitForOutput(/scenarios loaded from [^\n]*: 1 rule\n/);
     const after = await sendMessage(url, profileMessage());
     await load.stop();
 

@@ -116,7 +116,7 @@ describe("changes made by hand are logged at info", () => {
         files: 1,
         rules: 1,
         cause: "admin",
-        msg: `scenarios loaded from ${dir}: 1 rules`,
+        msg: `scenarios loaded from ${dir}: 1 rule`,
       },
       {
         event: "workspace-created",
@@ -167,7 +167,7 @@ describe("changes made by hand are logged at info", () => {
       "journal of workspace default cleared: 2 calls",
       "2 rules added to workspace default \\(runtime-2\\)",
       "workspace default reset: 1 call, 0 orders and \\d+ patients? cleared, the fixtures loaded again; 2 rules added at run time kept",
-      `scenarios loaded from ${dir}: 1 rules`,
+      `scenarios loaded from ${dir}: 1 rule`,
       "workspace team-a created \\(2 workspaces held\\)",
       "2 rules added to workspace team-a \\(runtime-1\\)",
       "workspace team-a deleted with all it held \\(1 workspace held\\)",

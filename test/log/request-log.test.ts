@@ -195,7 +195,7 @@ describe("the request log as JSON: one object per call", () => {
       status: 503,
     });
     expect(warning.msg).toBe(
-      `order ${orderId}: order-fulfillment-request to pharmacy ${LICENCE} (${receiver.url}) failed after 2 attempt(s): answered 503`,
+      `order ${orderId}: order-fulfillment-request to pharmacy ${LICENCE} (${receiver.url}) failed after 2 attempts: answered 503`,
     );
   });
 });

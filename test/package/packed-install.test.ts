@@ -357,19 +357,13 @@ describe("the tarball installed into a fresh project", () => {
   );
 
   it(
-    "serves through npx with the shipped scenarios: a message, a magic patient, the dashboard, a clean SIGTERM stop",
+    "serves through npx, with no ./scenarios, the shipped scenarios: a message, a magic patient, the dashboard, a clean SIGTERM stop",
     async () => {
-      const server = npx([
-        "serve",
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--scenarios",
-        "node_modules/uae-fhir-sandbox/scenarios",
-      ]);
+      // The consumer project has no ./scenarios: the package's own are served, and the banner names their folder.
+      const server = npx(["serve", "--port", "0", "--host", "127.0.0.1"]);
       try {
         const [, url = ""] = await server.waitForOutput(LISTENING, STEP_MS);
+        expect(server.stdout).toMatch(/"source":"[^"]*node_modules\/uae-fhir-sandbox\/scenarios"/);
         const send = (p: Patient) =>
           http(`${url}${STANDARD}`, {
             method: "POST",

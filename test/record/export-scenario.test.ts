@@ -276,7 +276,7 @@ describe("uae-fhir-sandbox export", () => {
       const result = await exportCli([journal, "--operation", "update-task"]);
       expect(result.code, result.stderr).toBe(0);
       expect(parse(result.stdout).rules.map((r: { name: string }) => r.name)).toEqual(["recorded update-task 1"]);
-      expect(result.stderr).toContain("1 rules from 1 of 1 inbound calls; 0 not exported");
+      expect(result.stderr).toContain("1 rule from 1 of 1 inbound call; 0 not exported");
       // Nothing to export is a failure, not an empty scenario (issue 21).
       const none = await exportCli([journal, "--operation", "add-task"]);
       expect(none.code).toBe(1);

@@ -151,7 +151,7 @@ describe("replay and export of a journal they cannot read whole", { timeout: 60_
     expect((await cli(["replay", file, "--target", sandbox.url])).code).toBe(1);
     const exported = await cli(["export", "--from", file]);
     expect(exported.code).toBe(1);
-    expect(exported.stderr).toContain("holds no inbound calls (1 calls in 1 lines)");
+    expect(exported.stderr).toContain("holds no inbound calls (1 call in 1 line)");
   });
 });
 

@@ -89,7 +89,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
       expect(textAt(problem.file, problem.line, problem.column)).toMatch(new RegExp(`^(- )?${mistake.at}`));
     }
     expect(run.stdout.split("\n").filter((l) => l.startsWith("ok "))).toEqual([
-      expect.stringMatching(new RegExp(`^ok ${BROKEN}/00-valid\\.yaml: 1 rules`)),
+      expect.stringMatching(new RegExp(`^ok ${BROKEN}/00-valid\\.yaml: 1 rule, 0 fixture patients, 0 pharmacies$`)),
     ]);
     expect(run.stdout).toContain("validation failed (7 files checked)");
   });
@@ -111,7 +111,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toBe("");
     expect(run.stdout).toMatch(/^ok scenarios\/10-magic-patients\.yaml: 6 rules/m);
-    expect(run.stdout).toContain("1 scenario files valid");
+    expect(run.stdout).toContain("1 scenario file valid");
   });
 
   it("names given twice across a folder's files: exit 1, each at its second place, naming the first", async () => {
@@ -140,7 +140,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
       const [, , column] = /:(\d+):(\d+);/.exec(problem?.message ?? "") ?? [];
       expect(textAt(first, firstLine, Number(column))).toMatch(new RegExp(`^${text}`));
     }
-    expect(run.stdout).toMatch(new RegExp(`^ok ${first}: 1 rules`, "m"));
+    expect(run.stdout).toMatch(new RegExp(`^ok ${first}: 1 rule,`, "m"));
   });
 
   it("--operations: rules may name the event codes and aliases of an operations file", async () => {
@@ -157,7 +157,7 @@ describe("uae-fhir-sandbox validate", { timeout: 30_000 }, () => {
     ]);
     expect(renamed.stderr).toBe("");
     expect(renamed.code).toBe(0);
-    expect(renamed.stdout).toContain("1 scenario files valid");
+    expect(renamed.stdout).toContain("1 scenario file valid");
   });
 
   it("a path that does not exist: exit 1, naming it", async () => {
