@@ -246,7 +246,7 @@ describe("the request log for people: a line per call", () => {
     expect(err.lines()).toEqual([
       expect.stringMatching(
         new RegExp(
-          `^${TIME} WARN order ${orderId}: order-fulfillment-request to pharmacy ${LICENCE} \\(${receiver.url}\\) failed after 2 attempt\\(s\\): answered 503$`,
+          `^${TIME} WARN order ${orderId}: order-fulfillment-request to pharmacy ${LICENCE} \\(${receiver.url}\\) failed after 2 attempts: answered 503$`,
         ),
       ),
     ]);
