@@ -44,7 +44,7 @@ export function prettyLine(event: PrettyEvent, colours: boolean, time: LogTime =
   const label = event.level >= 50 ? c.red(level) : event.level >= 40 ? c.yellow(level) : c.dim(level);
   const err = event.fields.err as { stack?: string; message?: string } | undefined;
   const detail = err ? `\n${err.stack ?? err.message ?? String(err)}` : "";
-  return `${when} ${label} ${event.msg ?? ""}${detail}\n`;
+  return `${when} ${label} ${ownLines(event.msg ?? "")}${detail}\n`;
 }
 
 const two = (n: number) => String(n).padStart(2, "0");
@@ -100,9 +100,10 @@ function callLine(e: CallEvent, c: Palette): string {
   const notes = [
     e.workspace !== undefined ? c.cyan(`[${e.workspace}]`) : "",
     // A fault said once; the error a fault that sent nothing carries is its own name again.
-    e.fault !== undefined ? c.red(`scripted fault: ${e.fault}`) : e.error !== undefined ? c.red(e.error) : "",
+    e.fault !== undefined ? c.red(`scripted fault: ${e.fault}`) : e.error !== undefined ? c.red(oneLine(e.error)) : "",
     e.duplicate ? c.yellow("duplicate") : "",
-    e.issue !== undefined ? `— ${e.issue}` : "",
+    // A rule's diagnostics are a tenant's text: one line, so it cannot print a call line of its own.
+    e.issue !== undefined ? `— ${oneLine(e.issue)}` : "",
   ].filter(Boolean);
   // The call id is never cut (it is what GET /__admin/calls/{id} takes): an id past 7 digits widens its column.
   return [
@@ -127,6 +128,22 @@ function duration(ms: number): string {
 /** Characters that would break a line or move the cursor, shown as U+FFFD in a column. */
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is its purpose
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/** Text kept on its line: every control character (line breaks, escape sequences) shown as U+FFFD. */
+function oneLine(text: string): string {
+  return text.replace(CONTROL, "\ufffd");
+}
+
+/**
+ * A message's own line breaks kept, its later lines indented, so text a message carries from a tenant (a licence,
+ * a rule's words) cannot start a line that reads as the sandbox's own; other control characters as U+FFFD.
+ */
+function ownLines(text: string): string {
+  return text
+    .split(/\r\n|\n|\r/)
+    .map(oneLine)
+    .join("\n  ");
+}
 
 /** Text cut to `width` characters (code points), its last one an ellipsis when it was longer. */
 function cut(text: string, width: number): string {

@@ -221,3 +221,43 @@ describe("the README's request-log example", () => {
     }
   });
 });
+
+describe("a tenant's words cannot print a line of their own", () => {
+  // A forged call line, a terminal escape that erases the line, and a carriage return.
+  const FORGED =
+    "x\n10:00:00.000 IN  add-allergy                   200 ok              built-in    1 ms #7\u001b[2K\rY";
+
+  it("a rule's diagnostics with line breaks and escapes stay on the call's line", async () => {
+    const { sandbox, log, out } = loggedSandbox({ format: "pretty", colours: false });
+    cleanups.push(() => sandbox.close());
+    const rule = `rules:\n  - when: { operation: add-allergy }\n    respond: { status: 503, outcome: { diagnostics: ${JSON.stringify(FORGED)} } }\n`;
+    expect(
+      (await admin(sandbox.app, "POST", "/scenarios", { body: rule, headers: { "content-type": "text/yaml" } })).status,
+    ).toBe(201);
+    await send(sandbox.app, STANDARD, allergy());
+    await out.waitFor(/ IN {2}add-allergy/);
+    log.flush();
+    const text = out.lines().join("\n");
+    expect(text).not.toContain("\u001b");
+    expect(text).not.toContain("\r");
+    const calls = out.lines().filter((l) => / IN {2}/.test(l));
+    expect(calls).toHaveLength(1);
+    expect(calls[0]).toContain("— x\ufffd10:00:00.000 IN  add-allergy");
+    expect(out.lines().filter((l) => l.startsWith("10:00:00.000"))).toEqual([]);
+  });
+
+  it("a warning that carries a tenant's text keeps its later lines indented", async () => {
+    const { sandbox, log, out, err } = loggedSandbox({ format: "pretty", colours: false });
+    cleanups.push(() => sandbox.close());
+    log.logger.warn(`order 1: push to pharmacy ${FORGED} failed`);
+    log.flush();
+    const lines = [...out.lines(), ...err.lines()];
+    const warn = lines.findIndex((l) => / WARN order 1: push to pharmacy x$/.test(l));
+    expect(warn, lines.join("\n")).toBeGreaterThanOrEqual(0);
+    expect(lines.slice(warn + 1, warn + 3)).toEqual([
+      "  10:00:00.000 IN  add-allergy                   200 ok              built-in    1 ms #7\ufffd[2K",
+      "  Y failed",
+    ]);
+    expect(lines.filter((l) => l.startsWith("10:00:00.000"))).toEqual([]);
+  });
+});
