@@ -416,6 +416,7 @@ export function createApp(
       pushes: () => dispatcher.stats(),
       allocation: options.allocation,
       businessErrors: options.businessErrors,
+      redaction,
     }),
   );
   app.get("/", (c) =>

@@ -19,7 +19,7 @@ import { type CallText, callsStream, ndjsonStream } from "../journal/calls-strea
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
-import { REDACTED } from "../journal/redact.js";
+import { REDACTED, type Redaction } from "../journal/redact.js";
 import type { RefusedLog } from "../journal/refused-log.js";
 import { compileExpectation, expectationSchema } from "../journal/verify.js";
 import { waitUntil } from "../journal/wait.js";
@@ -71,6 +71,9 @@ export interface AdminDeps {
   allocation: AllocationPolicy;
   /** --business-errors: what status a scripted refusal gets by default, as the scenarios view says. */
   businessErrors?: "message" | "http";
+  /** Which header values are credentials (the journal's --redact-header list): a rule's header condition on one is
+   * shown `[redacted]`, as the journal shows the header. */
+  redaction?: Redaction;
   /** What health shows besides the counts: the server's limits (null in-process) and the journal file's state. */
   health(): { server: ServerLimits | null; journalFile: JournalFileStatus | null; stateFile: StateFileStatus | null };
   /** The state file (--state-file), for its backup; undefined: the sandbox is in memory only. */
@@ -432,7 +435,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     return jsonResponse(state);
   });
 
-  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors)));
+  admin.get("/scenarios", (c) => jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors, deps.redaction)));
 
   // The files are shared: a reload serves every workspace (and starts their counts of the files' rules afresh).
   admin.post("/scenarios/reload", (c) => {
@@ -447,7 +450,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
         ),
       );
     }
-    return jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors));
+    return jsonResponse(c.get("workspace").scenarios.view(deps.businessErrors, deps.redaction));
   });
 
   // The clients file is the sandbox's, as the scenario files are: the global token only (sandboxWide).

@@ -1,3 +1,4 @@
+import { REDACTED, type Redaction } from "../journal/redact.js";
 import type { CompiledRule } from "./rules.js";
 import type { ResponseSpec, RuleSpec } from "./schema.js";
 
@@ -72,10 +73,31 @@ export function answerSummary(spec: ResponseSpec, businessErrors: "message" | "h
   return { ...base, kind: "body", status: spec.status ?? 200, code: null };
 }
 
+/**
+ * The conditions with a credential's value `[redacted]`: a shared folder's rule on `Authorization: Bearer …` is read
+ * by every workspace, and the journal already hides that header's value.
+ */
+function withoutSecrets(when: CompiledRule["when"], redaction: Redaction): CompiledRule["when"] {
+  if (!when.headers) return when;
+  const headers: NonNullable<CompiledRule["when"]["headers"]> = {};
+  for (const [name, condition] of Object.entries(when.headers)) {
+    // `absent: true` names no value; an exact value or a pattern is hidden when the name or the text says credential.
+    if (typeof condition === "string") headers[name] = redaction.secret(name, condition) ? REDACTED : condition;
+    else if ("matches" in condition)
+      headers[name] = redaction.secret(name, condition.matches) ? { matches: REDACTED } : condition;
+    else headers[name] = condition;
+  }
+  return { ...when, headers };
+}
+
 /** What a rule matches and what it answers, for GET /__admin/scenarios. */
-export function ruleSummary(rule: CompiledRule, businessErrors: "message" | "http"): RuleSummary {
+export function ruleSummary(
+  rule: CompiledRule,
+  businessErrors: "message" | "http",
+  redaction?: Redaction,
+): RuleSummary {
   return {
-    when: rule.when,
+    when: redaction ? withoutSecrets(rule.when, redaction) : rule.when,
     answers: rule.responses.map((r) => answerSummary(r.spec, businessErrors)),
     afterSequence: rule.sequence ? rule.afterSequence : null,
   };

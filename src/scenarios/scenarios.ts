@@ -1,5 +1,6 @@
 import { type LimitRefusal, overLimit, type StateLimits, UNLIMITED } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
+import type { Redaction } from "../journal/redact.js";
 import type { RequestFacts } from "../matching/matcher.js";
 import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
@@ -270,7 +271,7 @@ export class Scenarios {
   }
 
   /** What GET /__admin/scenarios shows; `businessErrors` (--business-errors) decides a refusal's default status. */
-  view(businessErrors: "message" | "http" = "message") {
+  view(businessErrors: "message" | "http" = "message", redaction?: Redaction) {
     return {
       folder: this.folder?.folder ?? null,
       loadedAt: this.folder?.loadedAt?.toISOString() ?? null,
@@ -288,7 +289,7 @@ export class Scenarios {
           responses: r.responses.length,
           matched: c.matched,
           answered: c.answered,
-          ...ruleSummary(r, businessErrors),
+          ...ruleSummary(r, businessErrors, redaction),
         };
       }),
     };

@@ -38,6 +38,15 @@ rules:
       - { fault: timeout }
       - { fault: empty-body, status: 502 }
     afterSequence: fall-through
+  - name: secret
+    when:
+      headers:
+        Authorization: "Bearer s3cr3t-of-team-a"
+        X-Client-Secret: { matches: "^abc" }
+        X-Trace: "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.sig"
+        X-Case: { matches: "^refuse" }
+    respond:
+      outcome: { diagnostics: "no" }
   - name: slow
     when: { invalid: true }
     respond:
@@ -113,5 +122,21 @@ describe("GET /__admin/scenarios: what each rule matches and answers", () => {
     ]);
     // Transient errors stay 200 response messages unless told (the scenarios guide).
     expect(rules.get("unavailable")?.answers).toMatchObject([{ status: 503, code: "transient-error" }]);
+  });
+
+  it("hides a header condition's value that is a credential, as the journal hides the header", async () => {
+    const rules = await rulesOf("message");
+    // By name (Authorization, a name saying secret) or by value (a JWT); a plain header stays as written.
+    expect(rules.get("secret")?.when).toEqual({
+      headers: {
+        Authorization: "[redacted]",
+        "X-Client-Secret": { matches: "[redacted]" },
+        "X-Trace": "[redacted]",
+        "X-Case": { matches: "^refuse" },
+      },
+    });
+    const text = JSON.stringify([...rules.values()]);
+    expect(text).not.toContain("s3cr3t");
+    expect(text).not.toContain("eyJhbGci");
   });
 });
