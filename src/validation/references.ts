@@ -67,11 +67,15 @@ export function referenceProblem(
   const reference = value.reference;
   if (typeof reference !== "string" || reference.startsWith("#")) return undefined;
   const resolved = bundle?.resolve(reference, holderUrl);
-  const local = reference.startsWith("urn:uuid:") || reference.startsWith("urn:oid:");
-  if (local && !resolved) {
+  const scheme = reference.startsWith("urn:uuid:")
+    ? "urn:uuid"
+    : reference.startsWith("urn:oid:")
+      ? "urn:oid"
+      : undefined;
+  if (scheme && !resolved) {
     return {
       code: "not-found",
-      says: `${JSON.stringify(reference)} names no entry of the Bundle: a ${reference.slice(0, 8)} reference must equal the fullUrl of an entry.`,
+      says: `${JSON.stringify(reference)} names no entry of the Bundle: a ${scheme} reference must equal the fullUrl of an entry.`,
     };
   }
   let type = resolved;

@@ -1,7 +1,8 @@
 import type { Bundle, HumanName, Observation, Patient, Resource } from "fhir/r4.js";
 import { describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
-import { emiratesId, isValidEmiratesId } from "../../src/domain/emirates-id.js";
+import { emiratesId } from "../../src/domain/emirates-id.js";
+import { isEmiratesId, luhnDigit } from "../support/emirates-id.js";
 import { example, messageBundle, post } from "../support/messages.js";
 
 async function view(patient: Partial<Patient>, options: Parameters<typeof createApp>[0] = {}) {
@@ -17,10 +18,18 @@ async function view(patient: Partial<Patient>, options: Parameters<typeof create
 const value = (o: Observation | undefined) => o?.valueQuantity?.value as number;
 
 describe("generated patients (issue 3)", () => {
+  // Judged by the tests' own Luhn (test/support/emirates-id.ts), never by the sandbox's validator: a broken check
+  // digit in src/domain would otherwise pass its own test.
   it("Emirates IDs have the real format and a valid Luhn check digit", () => {
-    expect(isValidEmiratesId(emiratesId(1987, 1234567))).toBe(true);
-    expect(emiratesId(1987, 1234567)).toMatch(/^784-1987-1234567-\d$/);
-    expect(isValidEmiratesId("784-1987-1234567-0") && isValidEmiratesId("784-1987-1234567-1")).toBe(false);
+    expect(emiratesId(1987, 1234567)).toBe(`784-1987-1234567-${luhnDigit("78419871234567")}`);
+    for (const [year, serial] of [
+      [1950, 1],
+      [1966, 5555555],
+      [2000, 9999999],
+      [2008, 7654321],
+    ] as const) {
+      expect(isEmiratesId(emiratesId(year, serial)), `${year} ${serial}`).toBe(true);
+    }
   });
 
   it.each(["clinic-mrn|1001", "clinic-mrn|1002", "clinic-mrn|1003", "clinic-mrn|1004"])(
@@ -32,7 +41,7 @@ describe("generated patients (issue 3)", () => {
       // Keeps the identifier it was sent with and gains an Emirates ID.
       expect(patient.identifier?.[0]).toEqual({ system, value: mrn });
       const eid = patient.identifier?.find((i) => i.system === "urn:ae:emirates-id")?.value as string;
-      expect(isValidEmiratesId(eid)).toBe(true);
+      expect(isEmiratesId(eid), eid).toBe(true);
       expect(eid.slice(4, 8)).toBe(patient.birthDate?.slice(0, 4));
       const age = 2026 - Number(patient.birthDate?.slice(0, 4));
       expect(age).toBeGreaterThanOrEqual(18);
@@ -91,8 +100,6 @@ describe("generated patients (issue 3)", () => {
     const resources = await view(chalmers, { emiratesIdSystem: "urn:test:eid" });
     const patient = resources.find((r) => r.resourceType === "Patient") as Patient;
     expect(patient).toMatchObject({ name: chalmers.name, gender: chalmers.gender, birthDate: chalmers.birthDate });
-    expect(patient.identifier?.some((i) => i.system === "urn:test:eid" && isValidEmiratesId(i.value as string))).toBe(
-      true,
-    );
+    expect(patient.identifier?.some((i) => i.system === "urn:test:eid" && isEmiratesId(i.value as string))).toBe(true);
   });
 });

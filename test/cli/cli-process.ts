@@ -8,8 +8,11 @@ export const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** The built CLI, as `npm start` and the Dockerfile run it (npm test builds before vitest). */
 export const MAIN = "dist/cli/main.js";
 
-/** Longest any child may take to print a line or exit before the test gives up on it. */
-export const PROCESS_TIMEOUT_MS = 10_000;
+/**
+ * Longest any child may take to print a line or exit before the test gives up on it: a start takes about 1 s alone,
+ * but 10 s was not enough for some at a load average of 12 on 2 cores (2026-11-27).
+ */
+export const PROCESS_TIMEOUT_MS = 20_000;
 
 export interface Exit {
   code: number | null;

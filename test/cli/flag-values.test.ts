@@ -57,6 +57,7 @@ describe("bad URLs, sizes and durations stop the CLI with exit code 2, naming th
     expect(result.stdout).not.toMatch(/listening on/);
   });
 
+  // Budget: two CLI processes, 5.2 s in a serial run at a load average of 12 (2026-11-27).
   it("through the real CLI too: --proxy not-a-url and PUBLIC_URL=not-a-url exit 2 before listening", async () => {
     const flag = await runToExit(["serve", "--port", "0", "--proxy", "not-a-url"]);
     expect(flag.code).toBe(2);
@@ -65,7 +66,7 @@ describe("bad URLs, sizes and durations stop the CLI with exit code 2, naming th
     expect(env.code).toBe(2);
     expect(env.stderr).toMatch(/PUBLIC_URL "not-a-url" \(--public-url\): expected an http:\/\/ or https:\/\/ URL/);
     expect(`${flag.stdout}${env.stdout}`).not.toMatch(/listening on/);
-  });
+  }, 20_000);
 });
 
 describe("the trigger command's URL", () => {

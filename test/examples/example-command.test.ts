@@ -51,6 +51,7 @@ async function send(
 }
 
 describe("uae-fhir-sandbox example: a message the sandbox accepts, for each patient-side operation", () => {
+  // Budget: a CLI process each, up to 1.4 s in a serial run at a load average of 12 (2026-11-27).
   it.each(OPERATIONS.filter(([id]) => !PHARMACY_SIDE.includes(id)))(
     "%s: valid R4, answered 200 ok by a fresh sandbox (on %s)",
     async (operation, path) => {
@@ -67,6 +68,7 @@ describe("uae-fhir-sandbox example: a message the sandbox accepts, for each pati
       expect(reply.status, JSON.stringify(reply.body).slice(0, 600)).toBe(200);
       expect(header(reply.body).response).toMatchObject({ identifier: header(bundle).id, code: "ok" });
     },
+    15_000,
   );
 
   it("--bundle prints the Bundle alone; without --patient, the same generated patient every time", async () => {

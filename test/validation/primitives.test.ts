@@ -8,8 +8,10 @@ describe("base64Binary", () => {
   it.each(["QUJD", "QUJDRA==", " QUJD RA== ", "QUJD\nRA==", "QUJ", "QU JD", "", "QUJD!", "QUJDR", "    "])(
     "%j is read as R4's regular expression reads it",
     (value) => {
-      const problem = value.trim() === "" ? "blank" : primitiveCheck("base64Binary")(value);
-      if (value.trim() !== "") expect(problem === undefined).toBe(R4_BASE64.test(value));
+      const problem = primitiveCheck("base64Binary")(value);
+      expect(problem === undefined).toBe(R4_BASE64.test(value));
+      // R4's expression needs at least one group of four, and JSON forbids empty values (json.html): refused as a value.
+      if (value.trim() === "") expect(problem).toMatchObject({ code: "value" });
     },
   );
 

@@ -727,6 +727,23 @@ describe("references inside the Bundle", () => {
       ],
     },
     {
+      // bundle.html#references: a urn:oid reference, like a urn:uuid one, can only name an entry's fullUrl.
+      name: "a urn:oid reference no entry's fullUrl matches: not-found at the reference, as for urn:uuid",
+      event: "add-allergy",
+      base: allergy,
+      edit: (r) => {
+        r.patient = { reference: "urn:oid:2.16.784.1.999" };
+      },
+      issues: [
+        {
+          code: "not-found",
+          expression: ".patient.reference",
+          target: "urn:oid:2.16.784.1.999",
+          says: [/urn:oid:2\.16\.784\.1\.999/, /fullUrl/],
+        },
+      ],
+    },
+    {
       name: "a reference to a type the element does not allow (AllergyIntolerance.patient → Practitioner): structure",
       event: "add-allergy",
       base: allergy,
@@ -736,6 +753,20 @@ describe("references inside the Bundle", () => {
       issues: [{ code: "structure", expression: ".patient.reference", target: "Practitioner/1", says: [/Patient/] }],
     },
   ]);
+
+  it("a urn:oid reference that is an entry's fullUrl resolves to it: accepted", async () => {
+    const oid = "urn:oid:2.16.784.1.7";
+    const request = messageBundle(
+      "add-allergy",
+      [{ ...allergy(), patient: { reference: oid } } as Resource, patient()],
+      {
+        focus: [0],
+      },
+    );
+    (request.entry?.[2] as { fullUrl?: string }).fullUrl = oid;
+    const reply = await post(sandboxWith().app, request);
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+  });
 
   it("a relative reference to a resource not in the Bundle (Patient/example) is allowed", async () => {
     const { app } = sandboxWith();

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AllergyIntolerance, Bundle } from "fhir/r4.js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { http, killStray, ROOT, startCli } from "../cli/cli-process.js";
 import { confirmationTask, fromPharmacy, subscriptionMessage, taskOf } from "../orders/pharmacy-client.js";
 import { envelope, example, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
@@ -16,6 +16,10 @@ import { WORKSPACE_HEADER } from "./workspace-client.js";
 // Debian's nginx (.ci/run installs it when missing).
 
 const NGINX = "/usr/sbin/nginx";
+/** Why this file cannot run here, if it cannot: said on each skipped test; under .ci/run (NGINX_REQUIRED) a failure. */
+const MISSING = existsSync(NGINX)
+  ? undefined
+  : `needs nginx at ${NGINX}, which is not installed here: CI runs it (.ci/run installs nginx-light); to run it locally, apt-get install nginx-light`;
 const GUIDE = join(ROOT, "docs", "shared-sandbox.md");
 
 /** The guide's nginx block, its upstream servers and listen address replaced by this test's. */
@@ -67,20 +71,26 @@ async function startNginx(dir: string, site: string, port: number): Promise<Chil
   }
 }
 
-let dir: string;
+let dir: string | undefined;
 let nginx: ChildProcess | undefined;
 let lb: string;
 let sandboxes: string[];
 
 beforeAll(async () => {
-  if (!existsSync(NGINX)) throw new Error(`${NGINX} is missing: apt-get install -y nginx-light (.ci/run does)`);
-  dir = mkdtempSync(join(tmpdir(), "uae-nginx-"));
+  if (MISSING) {
+    if (process.env.NGINX_REQUIRED) throw new Error(MISSING);
+    // The default reporter shows a skipped test's count, not its reason: said once here too.
+    console.warn(`test/workspace/nginx-shard.test.ts skipped: ${MISSING}`);
+    return;
+  }
+  const here = mkdtempSync(join(tmpdir(), "uae-nginx-"));
+  dir = here;
   const port = await closedPort();
   lb = `http://127.0.0.1:${port}`;
   // Started alike, as the guide says: the same public URL, the load balancer's.
   const started = await Promise.all([0, 1].map(() => startCli(["--no-watch", "--quiet", "--public-url", lb])));
   sandboxes = started.map((s) => s.url);
-  nginx = await startNginx(dir, guideConfig(sandboxes, port), port);
+  nginx = await startNginx(here, guideConfig(sandboxes, port), port);
 }, 60_000);
 
 afterAll(async () => {
@@ -90,7 +100,11 @@ afterAll(async () => {
     await exited;
   }
   await killStray();
-  rmSync(dir, { recursive: true, force: true });
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+beforeEach((context) => {
+  if (MISSING) context.skip(MISSING);
 });
 
 const allergy = () =>
