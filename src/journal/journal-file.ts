@@ -213,7 +213,7 @@ export class JournalFile {
     const f = this.#failing;
     if (!f) return "";
     const ids = f.count === 1 ? `id ${f.firstId}` : `ids ${f.firstId} to ${f.lastId}`;
-    return `${counted(f.count, "call")} could not be written and are missing from the file (${ids}; ${f.error})`;
+    return `${counted(f.count, "call")} could not be written and ${f.count === 1 ? "is" : "are"} missing from the file (${ids}; ${f.error})`;
   }
 
   status(): JournalFileStatus {

@@ -47,7 +47,7 @@ describe("a full disk under --journal-file", { timeout: 30_000 }, () => {
       child.process.kill("SIGTERM");
       expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
       expect(child.stderr).toContain(
-        `journal file ${FULL}: at shutdown, ${load.answered.length} ${load.answered.length === 1 ? "call" : "calls"} could not be written and are missing from the file`,
+        `journal file ${FULL}: at shutdown, ${load.answered.length} ${load.answered.length === 1 ? "call could not be written and is" : "calls could not be written and are"} missing from the file`,
       );
       expect(child.stderr).not.toContain("unhandled error");
     },

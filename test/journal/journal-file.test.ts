@@ -283,7 +283,7 @@ describe("--journal-file: writes that fail (a full disk)", () => {
     disk.full = false;
     events.emit("call:completed", draft("/back"));
     expect(warnings).toHaveLength(2);
-    expect(warnings[1]).toMatch(/writing again; 5 call\(s\) could not be written .*ids 2 to 6/);
+    expect(warnings[1]).toMatch(/writing again; 5 calls could not be written and are missing .*ids 2 to 6/);
     expect(journalFile.status()).toEqual({ path: file, missingCalls: 5, error: null });
     expect(journal.list().map((c) => c.request.path)).toEqual([
       "/one",
@@ -314,6 +314,6 @@ describe("--journal-file: writes that fail (a full disk)", () => {
     disk.partial = 0;
     events.emit("call:completed", draft("/late"));
     journalFile.close();
-    expect(warnings.at(-1)).toMatch(/at shutdown, 1 call\(s\) could not be written .*id 3;/);
+    expect(warnings.at(-1)).toMatch(/at shutdown, 1 call could not be written and is missing .*id 3;/);
   });
 });
