@@ -1,4 +1,5 @@
-import { readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ROOT } from "../cli/cli-process.js";
@@ -208,8 +209,65 @@ describe("comparing shown output", () => {
   });
 });
 
+/** Whether process `pid` still runs (a zombie no longer does). */
+function alive(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+/** Resolves once `check` holds, polling every 50 ms; rejects after `timeoutMs`. */
+async function until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what}: not after ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 describe("runMarkdown", () => {
-  afterEach(stopAllPages);
+  let marks = "";
+  afterEach(async () => {
+    await stopAllPages();
+    if (marks) rmSync(marks, { recursive: true, force: true });
+    marks = "";
+  });
+
+  it(
+    "stops what a helper left running after it exited (its process group), at the page's end",
+    async () => {
+      marks = mkdtempSync(join(tmpdir(), "doc-marks-"));
+      const page =
+        '<!-- doc-test: background -->\n```sh\nsleep 300 > /dev/null 2>&1 &\necho $! > "$MARKS/pid"; echo $$ > "$MARKS/leader"; echo started\n```\n' +
+        // The helper's own shell has ended before the page ends.
+        '\n```sh\nwhile kill -0 "$(cat "$MARKS/leader")" 2>/dev/null; do sleep 0.05; done\n```\n';
+      await runMarkdown(page, "helper.md", { env: { MARKS: marks } });
+      const pid = Number(readFileSync(join(marks, "pid"), "utf8"));
+      await until(() => !alive(pid), 5_000, `the helper's sleep (${pid}) is still running`);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
+    "starts nothing more once the page is stopped (a block that outlives its test's timeout)",
+    async () => {
+      marks = mkdtempSync(join(tmpdir(), "doc-marks-"));
+      // The first block shrugs off SIGTERM and ends by itself, as if nothing had stopped the page.
+      const page = '```sh\ntrap \'\' TERM; touch "$MARKS/first"; sleep 2\n```\n\n```sh\ntouch "$MARKS/second"\n```\n';
+      // Kept, so that a block running late still finds its directory; removed below.
+      const name = `stopped-${process.pid}`;
+      const run = runMarkdown(page, `${name}.md`, { env: { MARKS: marks }, keep: true }).catch((e: unknown) => e);
+      await until(() => existsSync(join(marks, "first")), PAGE_BUDGET_MS / 2, "the first block never ran");
+      await stopAllPages();
+      expect(await run).toBeInstanceOf(DocBlockError);
+      expect(existsSync(join(marks, "second")), "the second block ran after the page was stopped").toBe(false);
+      for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith(`doc-${name}-`)))
+        rmSync(join(tmpdir(), dir), { recursive: true, force: true });
+    },
+    PAGE_BUDGET_MS,
+  );
 
   it(
     "runs a page: files between blocks, outputs compared, a skip, a server with its flags, a log line, a helper on a mapped port",
