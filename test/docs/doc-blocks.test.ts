@@ -1,8 +1,11 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { build } from "esbuild";
 import { afterEach, describe, expect, it } from "vitest";
-import { ROOT } from "../cli/cli-process.js";
+import { Child, ROOT } from "../cli/cli-process.js";
 import { DocBlockError, parseBlocks, runMarkdown, serveCommand, shellWords, stopAllPages } from "./doc-blocks.js";
 import { compareJson, compareText, missingLogLines } from "./doc-compare.js";
 
@@ -246,6 +249,60 @@ describe("runMarkdown", () => {
       await runMarkdown(page, "helper.md", { env: { MARKS: marks } });
       const pid = Number(readFileSync(join(marks, "pid"), "utf8"));
       await until(() => !alive(pid), 5_000, `the helper's sleep (${pid}) is still running`);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
+    "stops a page's process groups when its process is ended by a signal (no afterEach, no exit handler then)",
+    async () => {
+      marks = mkdtempSync(join(tmpdir(), "doc-marks-"));
+      // The runner alone in a process of its own (vitest's hooks are no-ops there), running a block that waits.
+      const page = '```sh\nsleep 300 > /dev/null 2>&1 &\necho $! > "$MARKS/pid"; wait\n```\n';
+      writeFileSync(
+        join(marks, "entry.ts"),
+        `import { runMarkdown } from ${JSON.stringify(join(ROOT, "test/docs/doc-blocks.ts"))};\n` +
+          `await runMarkdown(${JSON.stringify(page)}, "signal.md", { env: { MARKS: ${JSON.stringify(marks)} } });\n`,
+      );
+      await build({
+        entryPoints: [join(marks, "entry.ts")],
+        bundle: true,
+        platform: "node",
+        format: "esm",
+        outfile: join(marks, "driver.mjs"),
+        logLevel: "error",
+        // ROOT is found from cli-process.ts's own URL; bundled CommonJS requires node's modules.
+        define: { "import.meta.url": JSON.stringify(pathToFileURL(join(ROOT, "test/cli/cli-process.ts")).href) },
+        banner: { js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);' },
+        plugins: [
+          {
+            name: "vitest-hooks",
+            setup(b) {
+              b.onResolve({ filter: /^vitest$/ }, () => ({ path: "vitest", namespace: "hooks" }));
+              b.onLoad({ filter: /.*/, namespace: "hooks" }, () => ({
+                contents: "export const afterEach = () => {}, describe = () => {}, it = () => {};",
+              }));
+            },
+          },
+        ],
+      });
+      const driver = new Child(
+        spawn(process.execPath, [join(marks, "driver.mjs")], { stdio: ["ignore", "pipe", "pipe"] }),
+      );
+      try {
+        await until(
+          () => existsSync(join(marks, "pid")),
+          PAGE_BUDGET_MS / 2,
+          `the block never ran; ${driver.describe()}`,
+        );
+        const pid = Number(readFileSync(join(marks, "pid"), "utf8"));
+        driver.process.kill("SIGTERM");
+        // The signal is raised again once the groups are killed: the process still ends as SIGTERM ends it.
+        expect(await driver.waitForExit(10_000)).toEqual({ code: null, signal: "SIGTERM" });
+        await until(() => !alive(pid), 5_000, `the block's sleep (${pid}) is still running`);
+      } finally {
+        driver.process.kill("SIGKILL");
+      }
     },
     PAGE_BUDGET_MS,
   );
