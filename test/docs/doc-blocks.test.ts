@@ -7,7 +7,7 @@ import { build } from "esbuild";
 import { afterEach, describe, expect, it } from "vitest";
 import { Child, ROOT } from "../cli/cli-process.js";
 import { DocBlockError, parseBlocks, runMarkdown, serveCommand, shellWords, stopAllPages } from "./doc-blocks.js";
-import { compareJson, compareText, missingLogLines } from "./doc-compare.js";
+import { compareJson, compareText, missingLogLines, pageContext } from "./doc-compare.js";
 
 // The runner of the pages' tests, on a page written for it (fixtures/runner-page.md) and on small pages that must
 // fail, each with the line of the block and what went wrong.
@@ -110,7 +110,7 @@ describe("serveCommand", () => {
 });
 
 describe("comparing shown output", () => {
-  const ctx = { input: "the page sends 0c3a5a3e-6f3e-4b8e-9d3a-1f2b3c4d5e01 at 2026-01-15T09:30:00+04:00" };
+  const input = "the page sends 0c3a5a3e-6f3e-4b8e-9d3a-1f2b3c4d5e01 at 2026-01-15T09:30:00+04:00, delay: 500ms";
   const shown = {
     response: { identifier: "0c3a5a3e-6f3e-4b8e-9d3a-1f2b3c4d5e01", code: "ok" },
     stored: {
@@ -119,14 +119,17 @@ describe("comparing shown output", () => {
     },
   };
   const got = (change: (v: typeof shown) => unknown) => change(structuredClone(shown));
+  /** A fresh page's context: the page shows `shown` (its author ran it on 2026-11-21). */
+  const ctx = () => pageContext(input, JSON.stringify(shown));
+  const now = () => new Date().toISOString();
 
   it("lets assigned ids and instants differ", () => {
     const other = got((v) => {
       v.stored.id = "0b1e0c8a-2d2f-4c1a-9a8e-3f0a1b2c3d4e";
-      v.stored.meta.lastUpdated = "2026-11-27T09:30:01.5Z";
+      v.stored.meta.lastUpdated = now();
       return v;
     });
-    expect(compareJson(shown, other, ctx)).toEqual([]);
+    expect(compareJson(shown, other, ctx())).toEqual([]);
   });
 
   type Shown = typeof shown;
@@ -164,24 +167,51 @@ describe("comparing shown output", () => {
     ],
   ];
   it.each(changes)("reports %s", (_, change, message) => {
-    expect(compareJson(shown, got(change), ctx).join("\n")).toMatch(message);
+    expect(compareJson(shown, got(change), ctx()).join("\n")).toMatch(message);
   });
 
   it("lets a date or an instant differ only for one the sandbox took from its clock", () => {
-    const now = new Date().toISOString();
-    expect(compareJson({ authoredOn: "2026-11-21" }, { authoredOn: now.slice(0, 10) }, ctx)).toEqual([]);
-    expect(compareJson({ at: "2026-11-21T18:53:43.663Z" }, { at: now }, ctx)).toEqual([]);
-    expect(compareJson({ birthDate: "1990-05-01" }, { birthDate: "1990-05-02" }, ctx).join()).toMatch(
+    expect(compareJson({ authoredOn: "2026-11-21" }, { authoredOn: now().slice(0, 10) }, ctx())).toEqual([]);
+    expect(compareJson({ at: "2026-11-21T18:53:43.663Z" }, { at: now() }, ctx())).toEqual([]);
+    expect(compareJson({ birthDate: "1990-05-01" }, { birthDate: "1990-05-02" }, ctx()).join()).toMatch(
       /not near the time of this run/,
     );
-    expect(compareJson({ onset: "2019-03-01T10:00:00Z" }, { onset: "2019-03-02T10:00:00Z" }, ctx)).toHaveLength(1);
+    expect(compareJson({ onset: "2019-03-01T10:00:00Z" }, { onset: "2019-03-02T10:00:00Z" }, ctx())).toHaveLength(1);
+    // A seed date shown (far from when the page shows it ran) must not come back as today.
+    expect(compareJson({ birthDate: "1990-05-01" }, { birthDate: now().slice(0, 10) }, ctx()).join()).toMatch(
+      /1990-05-01 is not near the time the page shows it ran/,
+    );
+  });
+
+  it("lets a shown id stand for one id got, the same one wherever it is on the page", () => {
+    const [a, b] = ["546673c5-7fc4-4593-a3fa-6495b681fe50", "0b1e0c8a-2d2f-4c1a-9a8e-3f0a1b2c3d4e"];
+    const [x, y] = ["11111111-2222-4333-8444-555555555555", "66666666-7777-4888-9999-aaaaaaaaaaaa"];
+    expect(compareJson({ id: a, ref: `Patient/${a}` }, { id: x, ref: `Patient/${x}` }, ctx())).toEqual([]);
+    expect(compareJson({ id: a, ref: `Patient/${a}` }, { id: x, ref: `Patient/${y}` }, ctx()).join()).toMatch(
+      /stands for 11111111-.* elsewhere on the page, here for 66666666-/,
+    );
+    expect(compareJson({ id: a, other: b }, { id: x, other: x }, ctx()).join()).toMatch(/stands for 546673c5-/);
+    // Across the blocks of one page too.
+    const page = ctx();
+    expect(compareText(`id ${a}`, `id ${x}`, page)).toEqual([]);
+    expect(compareText(`again ${a}`, `again ${y}`, page)).toHaveLength(1);
+    expect(missingLogLines(`saw ${a}`, [`saw ${y}`, `saw ${x}`], page)).toEqual([]);
+    // One instant shown twice: two events a moment apart here, not an hour.
+    const at = "2026-11-21T18:53:43.663Z";
+    const iso = (ms: number) => new Date(Date.now() + ms).toISOString();
+    expect(compareJson({ a: at, b: at }, { a: iso(0), b: iso(1) }, ctx())).toEqual([]);
+    expect(compareJson({ a: at, b: at }, { a: iso(0), b: iso(-3_600_000) }, ctx())).toHaveLength(1);
   });
 
   it("lets the number of a time taken differ, and no other number", () => {
     const call = { id: "5", attempt: 1, durationMs: 9.6, response: { status: 200 } };
-    expect(compareJson(call, { ...call, durationMs: 55 }, ctx)).toEqual([]);
-    expect(compareJson(call, { ...call, attempt: 2 }, ctx)).toEqual(["$.attempt: expected 1, got 2"]);
-    expect(compareJson(call, { ...call, durationMs: "55" }, ctx)).toHaveLength(1);
+    expect(compareJson(call, { ...call, durationMs: 55 }, ctx())).toEqual([]);
+    expect(compareJson(call, { ...call, attempt: 2 }, ctx())).toEqual(["$.attempt: expected 1, got 2"]);
+    expect(compareJson(call, { ...call, durationMs: "55" }, ctx())).toHaveLength(1);
+    for (const key of ["uptimeSeconds", "elapsed", "totalDurationMs"])
+      expect(compareJson({ [key]: 1 }, { [key]: 2 }, ctx()), key).toEqual([]);
+    for (const key of ["durationsCount", "uptimer", "elapsedRetries", "maxDurationCount"])
+      expect(compareJson({ [key]: 1 }, { [key]: 2 }, ctx()), key).toHaveLength(1);
   });
 
   it("compares text line by line, durations and times of day masked", () => {
@@ -190,23 +220,34 @@ describe("comparing shown output", () => {
       compareText(
         line,
         "09:01:02.003 IN  add-allergy                 200 ok              built-in                 4.5 ms #1",
-        ctx,
+        ctx(),
       ),
     ).toEqual([]);
     expect(
       compareText(
         line,
         "09:01:02.003 IN  add-allergy                 200 ok              built-in                 4.5 ms #2",
-        ctx,
+        ctx(),
       ),
     ).toHaveLength(1);
-    expect(compareText("a\nb", "a\nb\nc", ctx)).toEqual(['line 3: unexpected "c"']);
+    expect(compareText("a\nb", "a\nb\nc", ctx())).toEqual(['line 3: unexpected "c"']);
+    // A right-aligned duration keeps its column: one more space is a column moved.
+    expect(
+      compareText(
+        line,
+        "09:01:02.003 IN  add-allergy                 200 ok              built-in                   4.5 ms #1",
+        ctx(),
+      ),
+    ).toHaveLength(1);
+    // A duration the page wrote itself is not volatile.
+    expect(compareText("waited 500ms", "waited 20ms", ctx()).join()).toMatch(/500ms is in the page's own commands/);
+    expect(compareText("took 12 ms", "took 20 ms", ctx())).toEqual([]);
   });
 
   it("finds shown log lines in order among what the sandbox printed", () => {
     const printed = ["banner", "10:00:00.000 one 3 ms", "other", "10:00:00.100 two 5 ms"];
-    expect(missingLogLines("11:11:11.111 one 9 ms\n11:11:11.111 two 1 ms", printed, ctx)).toEqual([]);
-    expect(missingLogLines("11:11:11.111 two 1 ms\n11:11:11.111 one 9 ms", printed, ctx)).toEqual([
+    expect(missingLogLines("11:11:11.111 one 9 ms\n11:11:11.111 two 1 ms", printed, ctx())).toEqual([]);
+    expect(missingLogLines("11:11:11.111 two 1 ms\n11:11:11.111 one 9 ms", printed, ctx())).toEqual([
       "11:11:11.111 one 9 ms",
     ]);
   });
@@ -262,7 +303,7 @@ describe("runMarkdown", () => {
       writeFileSync(
         join(marks, "entry.ts"),
         `import { runMarkdown } from ${JSON.stringify(join(ROOT, "test/docs/doc-blocks.ts"))};\n` +
-          `await runMarkdown(${JSON.stringify(page)}, "signal.md", { env: { MARKS: ${JSON.stringify(marks)} } });\n`,
+          `await runMarkdown(${JSON.stringify(page)}, "signal-${process.pid}.md", { env: { MARKS: ${JSON.stringify(marks)} } });\n`,
       );
       await build({
         entryPoints: [join(marks, "entry.ts")],
@@ -302,6 +343,9 @@ describe("runMarkdown", () => {
         await until(() => !alive(pid), 5_000, `the block's sleep (${pid}) is still running`);
       } finally {
         driver.process.kill("SIGKILL");
+        // Its directory stays: the process ended before it could remove it.
+        for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith(`doc-signal-${process.pid}-`)))
+          rmSync(join(tmpdir(), dir), { recursive: true, force: true });
       }
     },
     PAGE_BUDGET_MS,

@@ -30,7 +30,15 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, it } from "vitest";
 import { Child, childEnv, LISTENING, MAIN, ROOT } from "../cli/cli-process.js";
-import { compareJson, compareText, missingLogLines, parseJsonOutput, textLines } from "./doc-compare.js";
+import {
+  type CompareContext,
+  compareJson,
+  compareText,
+  missingLogLines,
+  pageContext,
+  parseJsonOutput,
+  textLines,
+} from "./doc-compare.js";
 import { type Block, isShell, markerOf, parseBlocks } from "./markdown-blocks.js";
 
 export { type Block, isShell, type Marker, markerOf, parseBlocks } from "./markdown-blocks.js";
@@ -272,6 +280,8 @@ class PageRun {
   /** Closed: a block still running after the test gave up (a timeout) must not start anything more. */
   closed = false;
   readonly input: string;
+  /** The page's masks: what it sends, when it shows it ran, the volatile values matched so far. */
+  readonly ctx: CompareContext;
   /** The last block that ran, and what it printed. */
   last: { block: Block; stdout: string; stderr: string; sandboxFrom: number } | undefined;
 
@@ -286,6 +296,8 @@ class PageRun {
       .filter(isShell)
       .map((b) => b.text)
       .join("\n");
+    const shown = blocks.filter((b) => markerOf(b, "output") || markerOf(b, "log")).map((b) => b.text);
+    this.ctx = pageContext(this.input, shown.join("\n"));
     running.add(this);
   }
 
@@ -490,7 +502,7 @@ class PageRun {
   async compare(block: Block, kind: "output" | "log"): Promise<void> {
     const last = this.last;
     if (last === undefined) this.fail(block, `no block ran before this ${kind} block`);
-    const ctx = { input: this.input };
+    const ctx = this.ctx;
     if (kind === "output") {
       const problems =
         block.lang === "json" ? this.jsonProblems(block, last.stdout, ctx) : compareText(block.text, last.stdout, ctx);
@@ -518,7 +530,7 @@ class PageRun {
       );
   }
 
-  jsonProblems(block: Block, stdout: string, ctx: { input: string }): string[] {
+  jsonProblems(block: Block, stdout: string, ctx: CompareContext): string[] {
     const shown = parseJsonOutput(block.text);
     if (shown === undefined) return [`the shown JSON does not parse`];
     const got = parseJsonOutput(stdout);
