@@ -276,6 +276,11 @@ describe("runMarkdown", () => {
   afterEach(async () => {
     await stopAllPages();
     if (marks) rmSync(marks, { recursive: true, force: true });
+    // The pages below whose directories stay: kept, or their process ended before it could remove them.
+    for (const dir of readdirSync(tmpdir()).filter(
+      (d) => /^doc-(stopped|signal)-\d+-/.test(d) && d.includes(`-${process.pid}-`),
+    ))
+      rmSync(join(tmpdir(), dir), { recursive: true, force: true });
     marks = "";
   });
 
@@ -343,9 +348,6 @@ describe("runMarkdown", () => {
         await until(() => !alive(pid), 5_000, `the block's sleep (${pid}) is still running`);
       } finally {
         driver.process.kill("SIGKILL");
-        // Its directory stays: the process ended before it could remove it.
-        for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith(`doc-signal-${process.pid}-`)))
-          rmSync(join(tmpdir(), dir), { recursive: true, force: true });
       }
     },
     PAGE_BUDGET_MS,
@@ -364,8 +366,6 @@ describe("runMarkdown", () => {
       await stopAllPages();
       expect(await run).toBeInstanceOf(DocBlockError);
       expect(existsSync(join(marks, "second")), "the second block ran after the page was stopped").toBe(false);
-      for (const dir of readdirSync(tmpdir()).filter((d) => d.startsWith(`doc-${name}-`)))
-        rmSync(join(tmpdir(), dir), { recursive: true, force: true });
     },
     PAGE_BUDGET_MS,
   );
