@@ -30,7 +30,15 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, it } from "vitest";
 import { Child, childEnv, LISTENING, MAIN, ROOT } from "../cli/cli-process.js";
-import { compareJson, compareText, missingLogLines, parseJsonOutput, textLines } from "./doc-compare.js";
+import {
+  type CompareContext,
+  compareJson,
+  compareText,
+  missingLogLines,
+  pageContext,
+  parseJsonOutput,
+  textLines,
+} from "./doc-compare.js";
 import { type Block, isShell, markerOf, parseBlocks } from "./markdown-blocks.js";
 
 export { type Block, isShell, type Marker, markerOf, parseBlocks } from "./markdown-blocks.js";
@@ -183,21 +191,32 @@ function scenarioFiles(dir: string): string[] {
     .map((f) => join(dir, f));
 }
 
-/** Kills a process group started with `detached: true`, and waits for its leader to be gone. */
+/** Sends `signal` to the process group `pid` leads; a group already gone is fine. */
+function killGroup(pid: number | undefined, signal: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, signal);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "ESRCH") throw e;
+  }
+}
+
+/**
+ * Kills a process group started with `detached: true`, and waits for its leader to be gone. The group is signalled
+ * even when its leader has exited: what the leader started in the background (`sleep 300 &`) is still in it.
+ */
 async function stopGroup(child: ChildProcess, signal: NodeJS.Signals = "SIGTERM"): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
-  const gone = new Promise((resolve) => child.once("close", resolve));
-  const kill = (s: NodeJS.Signals) => {
-    try {
-      process.kill(-(child.pid as number), s);
-    } catch {
-      // Already gone.
-    }
-  };
-  kill(signal);
-  const timer = setTimeout(() => kill("SIGKILL"), 5_000);
+  if (child.exitCode !== null || child.signalCode !== null) {
+    killGroup(child.pid, "SIGKILL");
+    return;
+  }
+  const gone = new Promise((resolve) => child.once("exit", resolve));
+  killGroup(child.pid, signal);
+  const timer = setTimeout(() => killGroup(child.pid, "SIGKILL"), 5_000);
   await gone;
   clearTimeout(timer);
+  // The leader may leave members behind that ignore `signal`.
+  killGroup(child.pid, "SIGKILL");
 }
 
 /** Resolves once something accepts connections on 127.0.0.1:`port`, polling every 50 ms until `timeoutMs`. */
@@ -233,17 +252,19 @@ export async function stopAllPages(): Promise<void> {
   await Promise.all([...running].map((run) => run.close()));
 }
 
-// Sandboxes and helpers run in their own process groups, which outlive this process unless killed.
-process.once("exit", () => {
-  for (const run of running)
-    for (const child of [run.sandbox, ...run.helpers])
-      if (child?.process.pid !== undefined && child.process.exitCode === null && child.process.signalCode === null)
-        try {
-          process.kill(-child.process.pid, "SIGKILL");
-        } catch {
-          // Already gone.
-        }
-});
+/** Kills every process group of every page still running, at once (the process is about to end). */
+function killAllGroups(): void {
+  for (const run of running) for (const child of run.children) killGroup(child.process.pid, "SIGKILL");
+}
+
+// Sandboxes, blocks and helpers run in their own process groups, which outlive this process unless killed: on its
+// exit, and on the signals that end it (a killed worker runs neither afterEach nor "exit"), which are then re-raised.
+process.once("exit", killAllGroups);
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const)
+  process.once(signal, () => {
+    killAllGroups();
+    process.kill(process.pid, signal);
+  });
 
 /** One page's run: its directory, its ports, its sandbox and helpers. */
 class PageRun {
@@ -254,8 +275,13 @@ class PageRun {
   sandbox: Child | undefined;
   /** What the sandbox printed on its terminal, stdout and stderr interleaved as they came. */
   terminal = "";
-  readonly helpers: Child[] = [];
+  /** Every process group the page started (sandboxes, blocks, helpers). */
+  readonly children = new Set<Child>();
+  /** Closed: a block still running after the test gave up (a timeout) must not start anything more. */
+  closed = false;
   readonly input: string;
+  /** The page's masks: what it sends, when it shows it ran, the volatile values matched so far. */
+  readonly ctx: CompareContext;
   /** The last block that ran, and what it printed. */
   last: { block: Block; stdout: string; stderr: string; sandboxFrom: number } | undefined;
 
@@ -270,6 +296,8 @@ class PageRun {
       .filter(isShell)
       .map((b) => b.text)
       .join("\n");
+    const shown = blocks.filter((b) => markerOf(b, "output") || markerOf(b, "log")).map((b) => b.text);
+    this.ctx = pageContext(this.input, shown.join("\n"));
     running.add(this);
   }
 
@@ -359,6 +387,16 @@ class PageRun {
     throw new DocBlockError(parts.join("\n"));
   }
 
+  /** Starts `command` in its own process group (so that all it starts can be stopped), unless the page is closed. */
+  spawnGroup(command: string, args: string[], env: NodeJS.ProcessEnv): Child {
+    if (this.closed) throw new DocBlockError(`${this.page}: the page was stopped (its test ended); nothing more runs`);
+    const child = new Child(
+      spawn(command, args, { cwd: this.dir, env, stdio: ["ignore", "pipe", "pipe"], detached: true }),
+    );
+    this.children.add(child);
+    return child;
+  }
+
   async stopSandbox(): Promise<void> {
     if (this.sandbox === undefined) return;
     await stopGroup(this.sandbox.process);
@@ -388,15 +426,8 @@ class PageRun {
       "--port",
       String(this.ports.get(fixed)),
     ];
-    const child = new Child(
-      spawn(process.execPath, argv, {
-        cwd: this.dir,
-        // A reader's terminal shows the pretty log; a block may still ask for --log-format json.
-        env: this.env({ LOG_FORMAT: "pretty", ...env }),
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      }),
-    );
+    // A reader's terminal shows the pretty log; a block may still ask for --log-format json.
+    const child = this.spawnGroup(process.execPath, argv, this.env({ LOG_FORMAT: "pretty", ...env }));
     this.sandbox = child;
     // The terminal: stdout and stderr as they came (warnings go to stderr, in between the lines of calls).
     this.terminal = "";
@@ -417,14 +448,7 @@ class PageRun {
   async runShell(block: Block, text: string): Promise<{ stdout: string; stderr: string }> {
     const script = join(this.dir, ".doc-test", `block-${block.line}.sh`);
     writeFileSync(script, `${this.mapText(text)}\n`);
-    const child = new Child(
-      spawn("bash", ["--noprofile", "--norc", "-euo", "pipefail", script], {
-        cwd: this.dir,
-        env: this.env(),
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      }),
-    );
+    const child = this.spawnGroup("bash", ["--noprofile", "--norc", "-euo", "pipefail", script], this.env());
     const limit = this.options.blockTimeoutMs ?? BLOCK_TIMEOUT_MS;
     let exit: { code: number | null; signal: NodeJS.Signals | null };
     try {
@@ -459,15 +483,7 @@ class PageRun {
   async runBackground(block: Block): Promise<void> {
     const script = join(this.dir, ".doc-test", `block-${block.line}.sh`);
     writeFileSync(script, `${this.mapListen(block.text)}\n`);
-    const child = new Child(
-      spawn("bash", ["--noprofile", "--norc", "-euo", "pipefail", script], {
-        cwd: this.dir,
-        env: this.env(),
-        stdio: ["ignore", "pipe", "pipe"],
-        detached: true,
-      }),
-    );
-    this.helpers.push(child);
+    const child = this.spawnGroup("bash", ["--noprofile", "--norc", "-euo", "pipefail", script], this.env());
     const alive = () => child.process.exitCode === null && child.process.signalCode === null;
     const ports = [...listenPorts(block.text)]
       .filter((p) => p !== SANDBOX_PORT)
@@ -486,7 +502,7 @@ class PageRun {
   async compare(block: Block, kind: "output" | "log"): Promise<void> {
     const last = this.last;
     if (last === undefined) this.fail(block, `no block ran before this ${kind} block`);
-    const ctx = { input: this.input };
+    const ctx = this.ctx;
     if (kind === "output") {
       const problems =
         block.lang === "json" ? this.jsonProblems(block, last.stdout, ctx) : compareText(block.text, last.stdout, ctx);
@@ -514,7 +530,7 @@ class PageRun {
       );
   }
 
-  jsonProblems(block: Block, stdout: string, ctx: { input: string }): string[] {
+  jsonProblems(block: Block, stdout: string, ctx: CompareContext): string[] {
     const shown = parseJsonOutput(block.text);
     if (shown === undefined) return [`the shown JSON does not parse`];
     const got = parseJsonOutput(stdout);
@@ -524,8 +540,9 @@ class PageRun {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all([...this.children].map((c) => stopGroup(c.process)));
     running.delete(this);
-    await Promise.all([...this.helpers.map((h) => stopGroup(h.process)), this.stopSandbox()]);
     if (!this.options.keep) rmSync(this.dir, { recursive: true, force: true });
   }
 }

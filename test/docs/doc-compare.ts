@@ -4,6 +4,9 @@
 // duration, a signed token) may differ, and only with a span of the same kind and shape; so may a number under a key
 // that names a time taken (`durationMs`). A volatile-looking value the page itself
 // wrote in a command it runs (a MessageHeader id, a Bundle timestamp) is not volatile: it must come back exactly.
+// Volatile values stand for each other consistently across a page: one id shown twice is one id got twice, and two
+// ids shown are two ids got; one instant shown twice is two instants got within a minute. A date or an instant is volatile only when both are clock values: the one got near now,
+// the one shown near the time the page's author ran it (the latest instant the page shows).
 
 interface Kind {
   name: string;
@@ -34,8 +37,13 @@ const KINDS: readonly Kind[] = [
   // A date alone (an order's authoredOn). Dates and instants are volatile only near the run's time (checked below).
   { name: "date", pattern: /\b\d{4}-\d\d-\d\d\b/g, shape: digits },
   { name: "time", pattern: /\b\d\d:\d\d:\d\d(?:\.\d+)?\b/g, shape: (s) => digits(s).replace(/\.0+/, ".0") },
-  // A duration's width varies, and so does the padding that aligns it in a column.
-  { name: "duration", pattern: / *\b\d+(?:\.\d+)? ?ms\b/g, shape: () => " N ms" },
+  // A duration's digits vary; right-aligned in a column (two spaces or more before it), the padding takes up the
+  // difference, so the padded field keeps its width.
+  {
+    name: "duration",
+    pattern: / *\b\d+(?:\.\d+)? ?ms\b/g,
+    shape: (s) => (s.startsWith("  ") ? `${s.length} wide` : s.replace(/[\d.]+/, "N")),
+  },
 ];
 
 interface Span {
@@ -71,6 +79,41 @@ function tokens(s: string): Array<string | Span> {
 export interface CompareContext {
   /** Text the page feeds the sandbox (its shell blocks): a volatile-looking value found in it must match exactly. */
   input: string;
+  /** When the page's author ran it: the latest instant its output and log blocks show (NaN when they show none). */
+  shownAt: number;
+  /** Volatile values matched so far on the page: shown → got, and got → shown. */
+  bound: Map<string, string>;
+  boundBack: Map<string, string>;
+}
+
+/** The context of one page: what its blocks send, and what its output and log blocks show. */
+export function pageContext(input: string, shown: string): CompareContext {
+  let latest = Number.NaN;
+  for (const kind of ["instant", "date"])
+    for (const m of shown.matchAll((KINDS.find((k) => k.name === kind) as Kind).pattern)) {
+      const t = Date.parse(m[0]);
+      if (!(t <= latest)) latest = t;
+    }
+  return { input, shownAt: latest, bound: new Map(), boundBack: new Map() };
+}
+
+/** Kinds whose values name one thing (an id, a token), so that two shown values stand for two values got. */
+const ONE_TO_ONE = new Set(["uuid", "jwt"]);
+
+/**
+ * Whether two values got for one value shown are the same: ids and tokens exactly; two events the page shows at one
+ * instant (or on one date) happened within a minute (a day) of each other here, on a busy machine.
+ */
+function same(kind: string, a: string, b: string): boolean {
+  if (kind !== "instant" && kind !== "date") return a === b;
+  return Math.abs(Date.parse(a) - Date.parse(b)) <= (kind === "instant" ? 60_000 : 86_400_000);
+}
+
+/** Whether `text` (the page's commands) holds `value`, not as part of a longer number or word. */
+function written(text: string, span: Span): boolean {
+  if (span.kind !== "duration") return text.includes(span.value);
+  const [, n] = /([\d.]+)/.exec(span.value) ?? [];
+  return new RegExp(`(?<![\\d.])${(n as string).replace(".", "\\.")} ?ms\\b`).test(text);
 }
 
 /** Why `actual` is not what `expected` shows (volatile spans aside), or undefined when it is. */
@@ -80,6 +123,9 @@ export function compareString(expected: string, actual: string, ctx: CompareCont
   const a = tokens(actual);
   const problem = `expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`;
   if (e.length !== a.length) return problem;
+  // Bound only once the whole string matches (a log line is tried against many printed lines).
+  const bind = new Map<string, string>();
+  const bindBack = new Map<string, string>();
   for (let i = 0; i < e.length; i++) {
     const x = e[i] as string | Span;
     const y = a[i] as string | Span;
@@ -88,19 +134,40 @@ export function compareString(expected: string, actual: string, ctx: CompareCont
       continue;
     }
     if (x.kind !== y.kind || x.shape !== y.shape) return problem;
-    if (x.value === y.value) continue;
-    if (x.kind !== "duration" && ctx.input.includes(x.value))
-      return `${problem} (${x.value} is in the page's own commands, so it is not volatile)`;
+    const shown = x.kind === "duration" ? x.value.trim() : x.value;
+    const got = y.kind === "duration" ? y.value.trim() : y.value;
+    if (shown !== got && written(ctx.input, x))
+      return `${problem} (${shown} is in the page's own commands, so it is not volatile)`;
     // A birth date or a record's date comes from the seed and must match; one the sandbox took from its clock (a
-    // lastUpdated, an order's date or deadline) is near the time the page ran.
-    if ((x.kind === "date" || x.kind === "instant") && !(Math.abs(Date.parse(y.value) - Date.now()) <= CLOCK_WINDOW_MS))
-      return `${problem} (${y.value} is not near the time of this run, so it is not volatile)`;
+    // lastUpdated, an order's date or deadline) is near the time the page ran, and the one shown near when it was
+    // written.
+    if (shown !== got && (x.kind === "date" || x.kind === "instant")) {
+      if (!(Math.abs(Date.parse(got) - Date.now()) <= CLOCK_WINDOW_MS))
+        return `${problem} (${got} is not near the time of this run, so it is not volatile)`;
+      if (!(Math.abs(Date.parse(shown) - ctx.shownAt) <= CLOCK_WINDOW_MS))
+        return `${problem} (${shown} is not near the time the page shows it ran, so it is not volatile)`;
+    }
+    if (x.kind === "time" || x.kind === "duration" || (x.kind === "jwt" && shown.endsWith("…"))) continue;
+    const before = ctx.bound.get(shown) ?? bind.get(shown);
+    if (before !== undefined && !same(x.kind, before, got))
+      return `${problem} (${shown} stands for ${before} elsewhere on the page, here for ${got})`;
+    bind.set(shown, got);
+    if (!ONE_TO_ONE.has(x.kind)) continue;
+    const other = ctx.boundBack.get(got) ?? bindBack.get(got);
+    if (other !== undefined && other !== shown)
+      return `${problem} (${got} stands for ${other} elsewhere on the page, and here for ${shown})`;
+    bindBack.set(got, shown);
   }
+  for (const [k, v] of bind) ctx.bound.set(k, v);
+  for (const [k, v] of bindBack) ctx.boundBack.set(k, v);
   return undefined;
 }
 
-/** JSON keys whose numbers are times taken (`durationMs`, `uptimeSeconds`): any number matches another there. */
-const TIMED_KEY = /^(duration|elapsed|uptime)|(Duration|Elapsed|Uptime)[A-Z]?\w*$/;
+/**
+ * JSON keys whose numbers are times taken (`durationMs`, `uptimeSeconds`, `totalDuration`): any number matches
+ * another there. The time is a whole word of the key, followed by a unit at most (not `durationsCount`, `uptimer`).
+ */
+const TIMED_KEY = /(?:^(?:duration|elapsed|uptime)|[a-z\d](?:Duration|Elapsed|Uptime))(?:Ms|Millis|Seconds|Secs?|S)?$/;
 
 const typeOf = (v: unknown) => (v === null ? "null" : Array.isArray(v) ? "array" : typeof v);
 

@@ -15,12 +15,22 @@ const PAGES = [
     .map((f) => `docs/${f}`),
 ];
 
+/**
+ * Whether a page test's source runs `page`: a top-level `pageTest("<page>", …)` call, outside comments, and nothing
+ * skipped or left to do (`describe.skip`, `it.todo`, `skipIf`) — a name in a comment or a skipped test runs nothing.
+ */
+function callsPageTest(source: string, page: string): boolean {
+  const code = source.replace(/\/\*[\s\S]*?\*\/|\/\/.*$/gm, "");
+  if (/\.(skip|todo)(If)?\b/.test(code)) return false;
+  return new RegExp(`^pageTest\\(\\s*${JSON.stringify(page).replace(/[.]/g, "\\.")}\\s*,`, "m").test(code);
+}
+
 /** The page's test, when there is one that runs this page. */
 function runnerOf(page: string): string | undefined {
   const file = `test/docs/run-${pageSlug(page)}.test.ts`;
   const path = join(ROOT, file);
   if (!existsSync(path)) return undefined;
-  return readFileSync(path, "utf8").includes(JSON.stringify(page)) ? file : undefined;
+  return callsPageTest(readFileSync(path, "utf8"), page) ? file : undefined;
 }
 
 describe("every shell block of the docs is run or says why not", () => {
@@ -28,6 +38,21 @@ describe("every shell block of the docs is run or says why not", () => {
     const tests = readdirSync(join(ROOT, "test/docs")).filter((f) => /^run-.+\.test\.ts$/.test(f));
     const pages = new Set(PAGES.map((p) => `run-${pageSlug(p)}.test.ts`));
     expect(tests.filter((t) => !pages.has(t))).toEqual([]);
+  });
+
+  const header = 'import { pageTest } from "./doc-blocks.js";\n';
+  it.each([
+    ["a call", `${header}pageTest("docs/ci.md", 40_000);\n`, true],
+    ["a call with options", `${header}pageTest(\n  "docs/ci.md",\n  40_000,\n  { keep: true },\n);\n`, true],
+    ["the name in a comment", `${header}// pageTest("docs/ci.md", 40_000) once ran here\n`, false],
+    ["a call in a block comment", `${header}/*\npageTest("docs/ci.md", 40_000);\n*/\n`, false],
+    ["the name in a string", `${header}const page = "docs/ci.md";\n`, false],
+    ["another page", `${header}pageTest("docs/auth.md", 40_000);\n`, false],
+    ["a skipped describe", `${header}describe.skip("x", () => {\n  pageTest("docs/ci.md", 40_000);\n});\n`, false],
+    ["a todo", `${header}pageTest("docs/ci.md", 40_000);\nit.todo("docs/ci.md");\n`, false],
+    ["a skipIf", `${header}describe.skipIf(true)("x", () => pageTest("docs/ci.md", 40_000));\n`, false],
+  ])("tells whether %s runs the page", (_, source, runs) => {
+    expect(callsPageTest(source, "docs/ci.md")).toBe(runs);
   });
 
   it.each(PAGES)("%s", (page) => {

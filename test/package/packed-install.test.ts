@@ -288,7 +288,11 @@ describe("the tarball installed into a fresh project", () => {
         return JSON.stringify({ name: "guide-project", private: true, ...(type ? settings : rest) }, null, 2);
       };
       writeFileSync(join(guide, "package.json"), packageJson(true));
-      writeFileSync(join(guide, "tsconfig.json"), guideFile("tsconfig.json"));
+      // As TypeScript 7 reads it: "types" is [] unless the file says otherwise (5.x, the repository's, loaded every
+      // @types package), so the guide's project compiles only if its tsconfig names node's types itself.
+      const tsconfig = JSON.parse(guideFile("tsconfig.json")) as { compilerOptions?: Record<string, unknown> };
+      tsconfig.compilerOptions = { types: [], ...tsconfig.compilerOptions };
+      writeFileSync(join(guide, "tsconfig.json"), JSON.stringify(tsconfig, null, 2));
       writeFileSync(join(guide, "client.ts"), guideFile("client.ts"));
       writeFileSync(join(guide, "client.test.ts"), guideFile("client.test.ts"));
       writeFileSync(join(guide, "handle.ts"), guideHandle());
@@ -312,6 +316,17 @@ describe("the tarball installed into a fresh project", () => {
       );
       expect(refused).toMatch(/handle\.ts\(\d+,\d+\): error TS1309/);
       writeFileSync(join(guide, "package.json"), packageJson(true));
+      // And with "types": [] (no "types" line, under TypeScript 7), the handle does not compile for want of node's
+      // types: the emulation above is not a no-op.
+      writeFileSync(
+        join(guide, "handle.tsconfig.json"),
+        JSON.stringify({ extends: "./tsconfig.json", compilerOptions: { types: [] }, files: ["handle.ts"] }),
+      );
+      const untyped = await run(process.execPath, [tsc[0] as string, "-p", "handle.tsconfig.json"], guide).then(
+        () => "compiled",
+        (e: Error) => e.message,
+      );
+      expect(untyped).toMatch(/error TS(2307|2580|2591|2503|2688): [^\n]*\b(node|process|Buffer|NodeJS)\b/);
       const vitest = join(dirname(realpathSync(join(ROOT, "node_modules/vitest/package.json"))), "vitest.mjs");
       const { stdout } = await run(process.execPath, [vitest, "run", "client.test.ts"], guide);
       const colours = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g");
