@@ -205,9 +205,9 @@ function headerIssues(header: Record<string, unknown>): Issue[] {
         "required",
         `MessageHeader has no usable event (${found}): set eventCoding.code to the operation's event code, e.g. "add-allergy", or eventUri ending in it.`,
         isObject(header.eventCoding)
-          ? `${HEADER}.eventCoding`
+          ? `${HEADER}.event.ofType(Coding)`
           : header.eventUri !== undefined
-            ? `${HEADER}.eventUri`
+            ? `${HEADER}.event.ofType(uri)`
             : HEADER,
       ),
     );

@@ -65,15 +65,20 @@ interface Found {
 
 /**
  * The key of member `name` in `parent`: `name` itself, else a choice element's typed key (FHIRPath names
- * `valueQuantity` `value`), else `_name` when only its extensions are there (FHIRPath reaches them as `name`).
+ * `valueQuantity` `value`), else `_name` (or `_valueString`) when only its extensions are there (FHIRPath reaches
+ * them as `name`).
  */
 function memberKey(parent: Record<string, unknown>, name: string, budget: LocateBudget): string | undefined {
   if (parent[name] !== undefined) return name;
+  let extensionsOnly: string | undefined;
   for (const k in parent) {
     budget.visits--;
-    if (k.length > name.length && k.startsWith(name) && /^[A-Z]/.test(k.slice(name.length))) return k;
+    const at = k.charCodeAt(0) === 95 /* _ */ ? 1 : 0;
+    if (k.length - at <= name.length || !k.startsWith(name, at) || !/^[A-Z]/.test(k.slice(at + name.length))) continue;
+    if (at === 0) return k;
+    extensionsOnly ??= k;
   }
-  return parent[`_${name}`] !== undefined ? `_${name}` : undefined;
+  return parent[`_${name}`] !== undefined ? `_${name}` : extensionsOnly;
 }
 
 /**

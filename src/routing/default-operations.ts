@@ -69,7 +69,7 @@ const unitChecks: Requirement[] = VITAL_SIGNS.flatMap((sign) =>
     ? sign.components.map((part) =>
         need(
           `${coded(sign)} implies component.where(${coded(part)}).valueQuantity.all(system = '${UCUM}' and code in (${list(part.units)}))`,
-          "component.valueQuantity.code",
+          "component.value.ofType(Quantity).code",
           `${unitText(part)}: give each component's valueQuantity a UCUM code (system ${UCUM}) among those.`,
           "value",
         ),
@@ -77,7 +77,7 @@ const unitChecks: Requirement[] = VITAL_SIGNS.flatMap((sign) =>
     : [
         need(
           `${coded(sign)} implies valueQuantity.all(system = '${UCUM}' and code in (${list(sign.units)}))`,
-          "valueQuantity.code",
+          "value.ofType(Quantity).code",
           `${unitText(sign)}: give valueQuantity a UCUM code (system ${UCUM}) among those.`,
           "value",
         ),

@@ -25,10 +25,10 @@ function suggestion(event: string, catalogue: Catalogue): string {
   return near === undefined ? "" : ` Did you mean "${near}"?`;
 }
 
-/** The node that carries the event: eventCoding.code, else eventUri. */
+/** The node that carries the event: eventCoding.code, else eventUri (in FHIRPath, the choice element `event`). */
 function eventPath(message: Message): string {
   const coding = message.header.eventCoding as { code?: unknown } | undefined;
-  return typeof coding?.code === "string" ? `${HEADER}.eventCoding.code` : `${HEADER}.eventUri`;
+  return typeof coding?.code === "string" ? `${HEADER}.event.ofType(Coding).code` : `${HEADER}.event.ofType(uri)`;
 }
 
 /**
@@ -116,7 +116,7 @@ function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]
  * The FHIRPath of `element` (dotted, e.g. `channel.endpoint`) under a focus
  * resource when it finds something there, else of its nearest ancestor that
  * does: an issue about a missing element points at its parent. Evaluated
- * with the R4 model, so a choice element (`value`) is found as valueQuantity.
+ * with the R4 model, so a choice element is found by its type (`value.ofType(Quantity)` finds valueQuantity).
  */
 function nearestPresent(entry: EntryRef, element: string): string {
   const steps = element.split(".");

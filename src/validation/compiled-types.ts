@@ -15,6 +15,11 @@ export interface Invariant {
 export interface Slot {
   /** Element name (a choice element without `[x]`). */
   name: string;
+  /**
+   * The FHIRPath step to a value under this key: the name (in backticks where it is a FHIRPath word), and for a
+   * choice element its type with `ofType()`, as R4's FHIRPath writes it (`value.ofType(Quantity)`, not `valueQuantity`).
+   */
+  step: string;
   element: ElementDef;
   /** Type of the value under this key: a primitive, a data type, `Resource`, or a backbone path. */
   type: string;
@@ -85,6 +90,14 @@ function checkOf(key: string, expression: string, contextType: string): Invarian
   return (node, env) => native(node, env) ?? compiled(node, env);
 }
 
+/** FHIRPath words that R4 also uses as element names (Narrative.div, ValueSet.expansion.contains). */
+const KEYWORDS = new Set(["div", "mod", "and", "or", "xor", "implies", "is", "as", "in", "contains", "true", "false"]);
+
+/** An element name as a FHIRPath step: delimited with backticks where it is a FHIRPath word. */
+export function fhirpathName(name: string): string {
+  return KEYWORDS.has(name) ? `\`${name}\`` : name;
+}
+
 const compiled = new Map<string, CompiledType>();
 
 /**
@@ -118,6 +131,8 @@ function compile(key: string): CompiledType {
       const typeConstraints = new Set(valueType?.constraints ?? []);
       const slot: Slot = {
         name,
+        // The type's own name (Quantity, not a profile such as SimpleQuantity): FHIRPath's ofType() takes no profile.
+        step: element.choice ? `${name}.ofType(${ref.code})` : fhirpathName(name),
         element,
         type: code,
         repeating: element.max !== 1,

@@ -9,7 +9,7 @@ import {
   validationStopped,
 } from "../fhir/outcome.js";
 import { bindingProblems, unknownCodeOf } from "./bindings.js";
-import { type CompiledType, compiledType, type Invariant, type Slot } from "./compiled-types.js";
+import { type CompiledType, compiledType, fhirpathName, type Invariant, type Slot } from "./compiled-types.js";
 import type { InvariantEnv } from "./invariants/compile-invariant.js";
 import { describe } from "./primitives.js";
 import { isResourceType } from "./r4/definitions.js";
@@ -76,7 +76,8 @@ class Walk {
   /** How many unknown names got a "did you mean" so far. */
   #hints = 0;
   /**
-   * Where the walk is: the root's type, then the key and item index (-1: a single value) of each element entered.
+   * Where the walk is: the root's type, then the FHIRPath step (a slot's `step`) and item index (-1: a single value)
+   * of each element entered.
    * The FHIRPath of a node is joined from them only when a problem is reported there: most nodes are valid.
    */
   readonly #root: string;
@@ -119,8 +120,8 @@ class Walk {
     if (this.#issues.push(issue(code, diagnostics, path, severity)) >= MAX_VALIDATION_ISSUES) throw STOPPED;
   }
 
-  #enter(key: string, index: number): void {
-    this.#keys[this.#depth] = key;
+  #enter(step: string, index: number): void {
+    this.#keys[this.#depth] = step;
     this.#indexes[this.#depth] = index;
     this.#depth++;
   }
@@ -129,11 +130,11 @@ class Walk {
     this.#depth--;
   }
 
-  /** The FHIRPath of the node being walked, or of item `index` (-1: the single value) of its element `key`. */
-  #at(key?: string, index = -1): string {
+  /** The FHIRPath of the node being walked, or of item `index` (-1: the single value) under its FHIRPath `step`. */
+  #at(step?: string, index = -1): string {
     let path = this.#root;
     for (let d = 0; d < this.#depth; d++) path = pathOf(path, this.#keys[d] as string, this.#indexes[d] as number);
-    return key === undefined ? path : pathOf(path, key, index);
+    return step === undefined ? path : pathOf(path, step, index);
   }
 
   /** The resource being walked to; `root` when it starts a new %rootResource (not a contained one). */
@@ -222,7 +223,9 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${slot.name}[x] takes one value, but both ${other} and ${key} are given; keep one.`,
-            this.#at(key),
+            // FHIRPath reaches one value of a choice element (`value.ofType(string)` finds nothing beside a
+            // valueQuantity): the parent is pointed at, and the diagnostics name both keys.
+            this.#at(),
           );
         }
       }
@@ -231,7 +234,7 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${key} repeats in R4 and must be a JSON array (wrap a single value in [ ]), found ${describe(child)}.`,
-            this.#at(key),
+            this.#at(slot.step),
           );
           continue;
         }
@@ -244,7 +247,7 @@ class Walk {
           this.#add(
             "structure",
             `${label}.${key} allows at most ${slot.element.max} values, found ${child.length}.`,
-            this.#at(key),
+            this.#at(slot.step),
           );
         }
         for (let i = 0; i < child.length; i++) {
@@ -264,7 +267,7 @@ class Walk {
         this.#add(
           "structure",
           `${label}.${key} does not repeat in R4: give a single value, not an array.`,
-          this.#at(key),
+          this.#at(slot.step),
         );
       } else if (child === null) {
         this.#add(
@@ -299,7 +302,7 @@ class Walk {
       const problem = slot.primitive(value);
       if (problem) {
         if (full || problem.code === "structure") {
-          this.#add(problem.code, `${owner}.${key} ${problem.says}`, this.#at(key, index));
+          this.#add(problem.code, `${owner}.${key} ${problem.says}`, this.#at(slot.step, index));
         }
         return;
       }
@@ -315,17 +318,17 @@ class Walk {
       if (slot.binding) this.#binding(slot, value, key, index, owner);
       if (slot.xhtml && typeof value === "string") {
         for (const p of xhtmlProblems(value)) {
-          this.#add("invariant", `${owner}.${key}: ${p.says}`, this.#at(key, index));
+          this.#add("invariant", `${owner}.${key}: ${p.says}`, this.#at(slot.step, index));
         }
       }
-      if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, key, index);
+      if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, slot.step, index);
       return;
     }
     if (!isObject(value)) {
       this.#add(
         "structure",
         `${owner}.${key} must be a JSON object (FHIR ${slot.type}), found ${describe(value)}.`,
-        this.#at(key, index),
+        this.#at(slot.step, index),
       );
       return;
     }
@@ -335,12 +338,12 @@ class Walk {
         this.#add(
           "structure",
           `${owner}.${key}: ${describeType(rt)} is not an R4 resource type; every resource needs a known resourceType.`,
-          this.#at(key, index),
+          this.#at(slot.step, index),
         );
         return;
       }
       const saved = this.#entryUrl;
-      this.#enter(key, index);
+      this.#enter(slot.step, index);
       this.resource(value, rt, env, slot.name !== "contained");
       this.#leave();
       this.#entryUrl = saved;
@@ -348,23 +351,23 @@ class Walk {
     }
     if (slot.type === "Bundle.entry") this.#entryUrl = typeof value.fullUrl === "string" ? value.fullUrl : undefined;
     slot.child ??= compiledType(slot.type);
-    this.#enter(key, index);
+    this.#enter(slot.step, index);
     this.#object(value, slot.child, env, slot.type);
     this.#leave();
     if (!full) return;
     if (slot.binding) this.#binding(slot, value, key, index, owner);
-    if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, key, index);
+    if (slot.invariants.length > 0) this.#invariants(slot.invariants, value, env, slot.step, index);
     switch (slot.special) {
       case "Reference":
         this.#reference(value, slot, key, index, owner);
         break;
       case "Identifier":
-        this.#emiratesId(value, key, index);
+        this.#emiratesId(value, slot, index);
         break;
       case "Coding": {
         const unknown = unknownCodeOf(value);
         if (unknown)
-          this.#add("code-invalid", `${owner}.${key}: ${unknown}`, `${this.#at(key, index)}.code`, "warning");
+          this.#add("code-invalid", `${owner}.${key}: ${unknown}`, `${this.#at(slot.step, index)}.code`, "warning");
         break;
       }
     }
@@ -407,7 +410,7 @@ class Walk {
           this.#add("structure", `${label}.${key}[${i}] must be an object (id, extension).`, this.#at());
           continue;
         }
-        this.#enter(name, i);
+        this.#enter(slot.step, i);
         this.#object(item, element, env, `${label}.${name}`);
         this.#leave();
       }
@@ -418,7 +421,7 @@ class Walk {
         this.#at(),
       );
     } else {
-      this.#enter(name, -1);
+      this.#enter(slot.step, -1);
       this.#object(child, element, env, `${label}.${name}`);
       this.#leave();
     }
@@ -443,7 +446,7 @@ class Walk {
       "structure",
       `"${key}" is not an element of ${label} in FHIR R4${near ? ` (did you mean "${near}"?)` : ""}; unknown elements are not allowed (use an extension).`,
       // A name FHIRPath cannot spell (`a b`, `1x`, `code.x`) cannot be pointed at: its parent is.
-      IDENTIFIER.test(key) ? this.#at(key) : this.#at(),
+      IDENTIFIER.test(key) ? this.#at(fhirpathName(key)) : this.#at(),
     );
   }
 
@@ -453,7 +456,7 @@ class Walk {
     if (!binding) return;
     const problems = bindingProblems(slot.type, value, binding);
     if (problems.length === 0) return;
-    const path = this.#at(key, index);
+    const path = this.#at(slot.step, index);
     const label = `${owner}.${key}`;
     for (const p of problems) {
       this.#add(
@@ -465,27 +468,27 @@ class Walk {
     }
   }
 
-  /** Invariants on the node being walked, or (with `key`) on item `index` of its element `key`. */
-  #invariants(list: readonly Invariant[], value: unknown, env: InvariantEnv, key?: string, index = -1): void {
+  /** Invariants on the node being walked, or (with `step`) on item `index` under its FHIRPath step `step`. */
+  #invariants(list: readonly Invariant[], value: unknown, env: InvariantEnv, step?: string, index = -1): void {
     for (const inv of list) {
       if (!inv.check(value, env))
-        this.#add("invariant", `${inv.key}: ${inv.human}`, this.#at(key, index), inv.severity);
+        this.#add("invariant", `${inv.key}: ${inv.human}`, this.#at(step, index), inv.severity);
     }
   }
 
   #reference(value: Record<string, unknown>, slot: Slot, key: string, index: number, owner: string): void {
     const problem = referenceProblem(value, slot.targets, this.#references, this.#entryUrl);
-    if (problem) this.#add(problem.code, `${owner}.${key}: ${problem.says}`, `${this.#at(key, index)}.reference`);
+    if (problem) this.#add(problem.code, `${owner}.${key}: ${problem.says}`, `${this.#at(slot.step, index)}.reference`);
   }
 
-  #emiratesId(value: Record<string, unknown>, key: string, index: number): void {
+  #emiratesId(value: Record<string, unknown>, slot: Slot, index: number): void {
     const { emiratesIdCheck, emiratesIdSystem } = this.options;
     if (emiratesIdCheck === "off" || value.system !== emiratesIdSystem || typeof value.value !== "string") return;
     if (isValidEmiratesId(value.value)) return;
     this.#add(
       "value",
       `${JSON.stringify(value.value)} is not a valid Emirates ID (system ${emiratesIdSystem}): expected 784-YYYY-NNNNNNN-C, 784, the birth year, a 7-digit serial and a Luhn check digit over the 14 digits before it.`,
-      `${this.#at(key, index)}.value`,
+      `${this.#at(slot.step, index)}.value`,
       emiratesIdCheck,
     );
   }
@@ -496,19 +499,12 @@ function hasAny(value: Record<string, unknown>, keys: readonly string[]): boolea
   return false;
 }
 
-/** The FHIRPath of item `index` (-1: the single value) of element `key` under `parent`. */
-function pathOf(parent: string, key: string, index: number): string {
-  return index < 0 ? `${parent}${step(key)}` : `${parent}${step(key)}[${index}]`;
+/** The FHIRPath of item `index` (-1: the single value) under FHIRPath step `step` of `parent`. */
+function pathOf(parent: string, step: string, index: number): string {
+  return index < 0 ? `${parent}.${step}` : `${parent}.${step}[${index}]`;
 }
 
-/** FHIRPath words that R4 also uses as element names (Narrative.div, ValueSet.expansion.contains). */
-const KEYWORDS = new Set(["div", "mod", "and", "or", "xor", "implies", "is", "as", "in", "contains", "true", "false"]);
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
-
-/** `.name`, delimited with backticks where the name is a FHIRPath word. */
-function step(name: string): string {
-  return KEYWORDS.has(name) ? `.\`${name}\`` : `.${name}`;
-}
 
 /** Unknown names that get a "did you mean" hint, per message (as many as an answer lists issues). */
 const MAX_HINTS = MAX_ISSUES;

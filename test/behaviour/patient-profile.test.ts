@@ -125,7 +125,7 @@ describe("patient profile (CONTRACT §6)", () => {
     const reply = await s.send("add-measurement", [wrong]);
     expect(reply.status).toBe(400);
     expect(reply.body.issue[0].diagnostics).toMatch(/kg/);
-    expect(reply.body.issue[0].expression).toEqual(["Bundle.entry[1].resource.valueQuantity.code"]);
+    expect(reply.body.issue[0].expression).toEqual(["Bundle.entry[1].resource.value.ofType(Quantity).code"]);
   });
 });
 

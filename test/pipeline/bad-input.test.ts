@@ -268,7 +268,9 @@ const cases: BadInput[] = [
       h.eventUri = 42 as unknown as string;
     }),
     status: 400,
-    issues: [{ code: "required", says: [/no usable event \(eventUri is a number\)/], at: `${HEADER}.eventUri` }],
+    issues: [
+      { code: "required", says: [/no usable event \(eventUri is a number\)/], at: `${HEADER}.event.ofType(uri)` },
+    ],
   },
   {
     name: "MessageHeader without id, source.endpoint and event: three issues at once",
@@ -301,7 +303,7 @@ const cases: BadInput[] = [
       {
         code: "not-supported",
         says: [/Unknown event "make-coffee"/, /add-allergy/, /cancel-task/, /remove-allergy/],
-        at: `${HEADER}.eventCoding.code`,
+        at: `${HEADER}.event.ofType(Coding).code`,
       },
     ],
   },
@@ -379,7 +381,7 @@ const cases: BadInput[] = [
       {
         code: "structure",
         says: [/must be a JSON string \(FHIR dateTime\)/],
-        at: "Bundle.entry[1].resource.onsetDateTime",
+        at: "Bundle.entry[1].resource.onset.ofType(dateTime)",
       },
     ],
   },
@@ -481,7 +483,7 @@ const cases: BadInput[] = [
       {
         code: "not-found",
         says: [/add-allergy is served at POST \/uae-fhir\/r4\/\$process-message/, /not at \/fhir\/\$process-message/],
-        at: `${HEADER}.eventCoding.code`,
+        at: `${HEADER}.event.ofType(Coding).code`,
       },
     ],
   },
@@ -496,7 +498,7 @@ const cases: BadInput[] = [
       {
         code: "not-found",
         says: [/remove-allergy is served at POST \/fhir\/\$process-message/],
-        at: `${HEADER}.eventCoding.code`,
+        at: `${HEADER}.event.ofType(Coding).code`,
       },
     ],
   },

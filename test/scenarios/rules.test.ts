@@ -841,7 +841,7 @@ describe("the shipped example rules (scenarios/20-, 30-, 40-*.yaml)", () => {
     const [problem] = details(bundle).issue;
     expect(problem).toMatchObject({
       code: "business-rule",
-      expression: ["Bundle.entry[1].resource.valueQuantity.value"],
+      expression: ["Bundle.entry[1].resource.value.ofType(Quantity).value"],
     });
     expect(problem?.diagnostics).toMatch(/^A body weight of 500 kg is not plausible/);
 
