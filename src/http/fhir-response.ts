@@ -8,6 +8,8 @@ import type { EdgeEnv } from "./edge-env.js";
 import { httpTrim } from "./raw-headers.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
+/** The `{"content": "<Bundle JSON>"}` envelope is JSON that holds FHIR, not a FHIR resource: plain JSON. */
+export const ENVELOPE_JSON = "application/json; charset=utf-8";
 
 /**
  * Sends a FHIR body (CONTRACT §4: every FHIR body is application/fhir+json)

@@ -8,7 +8,7 @@ import { callState, requestUrl } from "./call-context.js";
 import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { delay, stageFault } from "./faults.js";
-import { fhirResponse, outcomeResponse } from "./fhir-response.js";
+import { ENVELOPE_JSON, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
 import { type BodyRead, incompleteBody, readBody } from "./read-body.js";
 
@@ -67,13 +67,8 @@ export function mountMessageRoutes(
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
       }
-      return fhirResponse(
-        c,
-        answer.status,
-        undefined,
-        answer.headers,
-        answerText(call, answer, options.responseEnvelope),
-      );
+      const text = answerText(call, answer, options.responseEnvelope);
+      return fhirResponse(c, answer.status, undefined, answerHeaders(answer, options.responseEnvelope), text);
     });
   }
 }
@@ -135,10 +130,22 @@ export function noteAnswer(call: CallState, answer: Answer): Answer {
  * texts the duplicate memory kept that the journal may share: the request as read, the answer when sent as kept.
  */
 export function answerText(call: CallState, answer: Answer, responseEnvelope: boolean): string {
-  const body = answer.body as { resourceType?: unknown } | undefined;
-  const wrap = responseEnvelope && body?.resourceType === "Bundle";
-  const text = answer.serialized ?? jsonText(body);
+  const wrap = enveloped(answer, responseEnvelope);
+  const text = answer.serialized ?? jsonText(answer.body);
   const request = answer.kept?.request;
   call.kept = wrap ? (request ? { request } : undefined) : answer.kept;
   return wrap ? jsonText({ content: text }) : text;
+}
+
+/** Whether `--response-envelope` wraps this answer: a response message (a Bundle) is wrapped, an OperationOutcome not. */
+function enveloped(answer: Answer, responseEnvelope: boolean): boolean {
+  return responseEnvelope && (answer.body as { resourceType?: unknown } | undefined)?.resourceType === "Bundle";
+}
+
+/**
+ * The answer's headers: an enveloped answer is labelled application/json (it is JSON holding FHIR, not a resource),
+ * unless its rule says otherwise; a FHIR body keeps the edge's application/fhir+json.
+ */
+export function answerHeaders(answer: Answer, responseEnvelope: boolean): Record<string, string> {
+  return enveloped(answer, responseEnvelope) ? { "content-type": ENVELOPE_JSON, ...answer.headers } : answer.headers;
 }

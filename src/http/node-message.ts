@@ -12,7 +12,7 @@ import { newCallState } from "./call-state.js";
 import { type CorsPolicy, corsAnswer } from "./cors.js";
 import { faultBody, TIMEOUT_FAULT_CAP_MS, waitUnlessGone } from "./faults.js";
 import { type AnswerHeaders, FHIR_JSON, fhirAnswer } from "./fhir-response.js";
-import { answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-routes.js";
+import { answerHeaders, answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-routes.js";
 import { drainAfterAnswer, readIncoming } from "./node-body.js";
 import { RawHeaders, rawHeader } from "./raw-headers.js";
 import { announceCall, type CallOwner, callDraft, type RecorderDeps, stampCall, unsavedCall } from "./record-calls.js";
@@ -147,7 +147,12 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
           if (answer.delayMs > 0) await untilGone(outgoing, answer.delayMs);
           out = answer.fault
             ? fault(call, answer.fault, answer.status, answer.headers)
-            : fhir(call, answer.status, answerText(call, answer, parts.responseEnvelope), answer.headers);
+            : fhir(
+                call,
+                answer.status,
+                answerText(call, answer, parts.responseEnvelope),
+                answerHeaders(answer, parts.responseEnvelope),
+              );
         }
       }
     } catch (error) {

@@ -34,6 +34,9 @@ export interface PushDeps {
   random(): number;
 }
 
+/** A push's body is the `{"content": "<Bundle JSON>"}` envelope: JSON that holds FHIR, not a FHIR resource. */
+const PUSH_CONTENT_TYPE = "application/json; charset=utf-8";
+
 export interface Push {
   target: string;
   /** The pharmacy's licence, when the push is for a known pharmacy. */
@@ -174,7 +177,7 @@ export class PushDispatcher {
     try {
       const init: OutboundInit = {
         method: "POST",
-        headers: { "content-type": "application/fhir+json; charset=utf-8", ...push.headers },
+        headers: { "content-type": PUSH_CONTENT_TYPE, ...push.headers },
         body: push.body,
         redirect: "manual",
         signal: controller.signal,
@@ -233,9 +236,7 @@ export class PushDispatcher {
         method: "POST",
         url: push.target,
         path,
-        headers: headerRecord(
-          Object.entries({ "content-type": "application/fhir+json; charset=utf-8", ...push.headers }),
-        ),
+        headers: headerRecord(Object.entries({ "content-type": PUSH_CONTENT_TYPE, ...push.headers })),
         body: push.body,
       },
       // The Subscription's headers are the pharmacy's credentials, whatever their names: never kept.

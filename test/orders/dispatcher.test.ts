@@ -255,7 +255,8 @@ describe("PushDispatcher: every attempt is one outbound call (CONTRACT §9)", ()
       expect(call.at).toBeInstanceOf(Date);
       expect(call.durationMs).toBeGreaterThanOrEqual(0);
       expect(call.request.headers).toEqual({
-        "content-type": expect.stringMatching(/^application\/fhir\+json/),
+        // The body is the {"content": …} envelope: JSON holding FHIR, not a FHIR resource.
+        "content-type": "application/json; charset=utf-8",
         authorization: "Bearer t0p",
         "x-api-key": "k3y",
         "x-pharmacy": "PH-A",

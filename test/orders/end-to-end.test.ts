@@ -80,7 +80,7 @@ describe("the pharmacy push flow end to end (CONTRACT §8)", () => {
     await recorded(app, "order-fulfillment-request", 2);
     expect(pushA.headers["x-api-key"]).toBe("key-a");
     expect(pushB.headers["x-api-key"]).toBe("key-b");
-    expect(pushA.headers["content-type"]).toMatch(/^application\/fhir\+json/);
+    expect(pushA.headers["content-type"]).toBe("application/json; charset=utf-8");
     const header = responseHeader(pushA.bundle);
     expect(header.eventCoding?.code).toBe("order-fulfillment-request");
     const task = focusOf(pushA.bundle)[0] as Task;

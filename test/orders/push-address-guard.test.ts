@@ -170,7 +170,7 @@ describe("with --auth oauth2: pushes to internal addresses (CONTRACT §15)", () 
     const [got] = r.received;
     expect(got?.headers.host).toBe(`127.0.0.1:${portOf(r.url)}`);
     expect(got?.headers["x-api-key"]).toBe("k");
-    expect(got?.headers["content-type"]).toMatch(/^application\/fhir\+json/);
+    expect(got?.headers["content-type"]).toBe("application/json; charset=utf-8");
     expect(got?.bundle?.resourceType).toBe("Bundle");
   });
 

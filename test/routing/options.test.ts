@@ -4,7 +4,7 @@ import { createApp } from "../../src/app.js";
 import { issue } from "../../src/fhir/outcome.js";
 import { builtInHandlers } from "../../src/handlers/built-in.js";
 import { type Handler, refuse } from "../../src/handlers/handler.js";
-import { example, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
+import { example, messageBundle, post, type Reply, responseHeader, STANDARD } from "../support/messages.js";
 import { expectOk, expectRefusal, expectResponseMessage, journalledCall } from "./response-checks.js";
 
 const allergyMessage = (options: { id?: string } = {}) =>
@@ -22,6 +22,13 @@ function refusingAllergy() {
   return { calls, handlers: { ...builtInHandlers, "add-allergy": refusing } };
 }
 
+/** The Bundle inside an enveloped answer, as the FHIR body it is (the envelope's own Content-Type is checked apart). */
+const inside = (reply: Reply): Reply => ({
+  status: reply.status,
+  headers: new Headers({ "content-type": "application/fhir+json" }),
+  body: JSON.parse(reply.body.content),
+});
+
 describe("--response-envelope", () => {
   it("wraps an ok response message as {content: <bundle string>}", async () => {
     const { app } = createApp({ responseEnvelope: true });
@@ -30,11 +37,11 @@ describe("--response-envelope", () => {
     const reply = await post(app, request);
 
     expect(reply.status).toBe(200);
-    expect(reply.headers.get("content-type")).toMatch(/^application\/fhir\+json/);
+    // The envelope is JSON that holds FHIR, not a FHIR resource.
+    expect(reply.headers.get("content-type")).toBe("application/json; charset=utf-8");
     expect(Object.keys(reply.body)).toEqual(["content"]);
     expect(reply.body.content).toEqual(expect.any(String));
-    const inner = { ...reply, body: JSON.parse(reply.body.content) };
-    expectOk(inner, request, STANDARD);
+    expectOk(inside(reply), request, STANDARD);
   });
 
   it("wraps a business refusal too: it is a response message", async () => {
@@ -45,7 +52,8 @@ describe("--response-envelope", () => {
     const reply = await post(app, request);
 
     expect(reply.status).toBe(200);
-    const bundle = expectResponseMessage({ ...reply, body: JSON.parse(reply.body.content) }, request, STANDARD);
+    expect(reply.headers.get("content-type")).toBe("application/json; charset=utf-8");
+    const bundle = expectResponseMessage(inside(reply), request, STANDARD);
     expectRefusal(bundle);
   });
 
