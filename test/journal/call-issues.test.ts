@@ -87,6 +87,28 @@ describe("locateInBundle: a path walk, not a FHIRPath evaluation (issue 21)", ()
     expect(locateInBundle(withDiv, "Bundle.entry[0].resource.status")).toEqual([["entry", 0, "resource", "status"]]);
   });
 
+  it("reaches a choice element by ofType(), also a choice primitive that has only its extensions", () => {
+    const observation = {
+      resourceType: "Bundle",
+      entry: [
+        {
+          resource: {
+            resourceType: "Observation",
+            valueQuantity: { value: "70" },
+            _effectiveDateTime: { extension: [{ url: "u" }] },
+          },
+        },
+      ],
+    };
+    expect(locateInBundle(observation, "Bundle.entry[0].resource.value.ofType(Quantity).value")).toEqual([
+      ["entry", 0, "resource", "valueQuantity", "value"],
+    ]);
+    expect(locateInBundle(observation, "Bundle.entry[0].resource.value.ofType(string)")).toEqual([]);
+    expect(locateInBundle(observation, "Bundle.entry[0].resource.effective.ofType(dateTime).extension[0]")).toEqual([
+      ["entry", 0, "resource", "effectiveDateTime", "extension", 0],
+    ]);
+  });
+
   it("points nowhere for FHIRPath beyond paths, and stops when the call's budget of visits is spent", () => {
     expect(locateInBundle(bundle, "Bundle.entry.where(fullUrl.exists())")).toEqual([]);
     expect(locateInBundle(bundle, "Bundle.entry[0] | Bundle.entry[1]")).toEqual([]);
