@@ -12,6 +12,25 @@ export interface LookupSources {
   journal: Journal;
 }
 
+/**
+ * The types answers and pushes name with a RESTful fullUrl, which the CapabilityStatement lists as read and vread (a
+ * read serves any other type an answer carried under such a fullUrl too: the request's resources it echoed).
+ */
+export const READABLE_TYPES = [
+  "AllergyIntolerance",
+  "Condition",
+  "DeviceRequest",
+  "MedicationDispense",
+  "MedicationRequest",
+  "Observation",
+  "OperationOutcome",
+  "Organization",
+  "Patient",
+  "Procedure",
+  "Subscription",
+  "Task",
+] as const;
+
 const RECORD_TYPES: readonly string[] = ["AllergyIntolerance", "Condition", "Procedure", "Observation", "Task"];
 
 /**

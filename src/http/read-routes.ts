@@ -11,22 +11,6 @@ import { fhirResponse, outcomeResponse } from "./fhir-response.js";
 /** A token may read when it holds a scope of this ending (the catalogue's own `patient-profile.read`, by default). */
 export const READ_SCOPE_SUFFIX = ".read";
 
-/** The types a read serves: what answers and pushes name with a RESTful fullUrl (CapabilityStatement.rest.resource). */
-export const READABLE_TYPES = [
-  "AllergyIntolerance",
-  "Condition",
-  "DeviceRequest",
-  "MedicationDispense",
-  "MedicationRequest",
-  "Observation",
-  "OperationOutcome",
-  "Organization",
-  "Patient",
-  "Procedure",
-  "Subscription",
-  "Task",
-] as const;
-
 const TYPE = /^[A-Z][A-Za-z]{1,63}$/;
 
 /** Whether a routed path is a read, `{base}/{type}/{id}` or its `_history/{vid}` (the token is read there too). */
