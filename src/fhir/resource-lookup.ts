@@ -1,5 +1,6 @@
 import type { Resource } from "fhir/r4.js";
 import type { Journal } from "../journal/journal.js";
+import { requestsFor } from "../orders/order-resources.js";
 import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
 import type { RecordType, SandboxStore } from "../store/sandbox-store.js";
@@ -64,7 +65,9 @@ function liveResource({ store, orders, pharmacies }: LookupSources, type: string
     if (found?.subscription) return found.subscription;
   }
   for (const order of orders.list()) {
-    const candidates: Resource[] = [order.patient, order.anonymousPatient, ...order.requests, ...order.dispensed];
+    // The requests as the exchange sends them now: about the patient (version 2) once allocated.
+    const requests = requestsFor(order, order.allocatedAt ? order.patient : order.anonymousPatient);
+    const candidates: Resource[] = [order.patient, order.anonymousPatient, ...requests, ...order.dispensed];
     for (const pharmacy of order.pharmacies) candidates.push(pharmacy.task);
     const found = candidates.find((r) => r.resourceType === type && r.id === id);
     if (found) return found;
