@@ -42,7 +42,9 @@ async function send(url: string, body: string, headers: Record<string, string> =
 /** Removed the R4 way: entered-in-error in status or verificationStatus (written out here, not taken from src/). */
 function enteredInError(resource: Resource): boolean {
   const r = resource as { status?: string; verificationStatus?: { coding?: Array<{ code?: string }> } };
-  return r.status === "entered-in-error" || r.verificationStatus?.coding?.some((c) => c.code === "entered-in-error");
+  return (
+    r.status === "entered-in-error" || r.verificationStatus?.coding?.some((c) => c.code === "entered-in-error") === true
+  );
 }
 
 /**
