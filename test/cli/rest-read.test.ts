@@ -224,6 +224,10 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
     const noScope = await http(allergy.fullUrl, { headers: { authorization: writer } });
     expect(noScope.status, noScope.text).toBe(403);
     expect(noScope.headers.get("www-authenticate")).toMatch(/insufficient_scope/);
+    // Anonymous and naming a workspace not held: still 401, and nothing is made; a token names its own workspace.
+    const elsewhere = allergy.fullUrl.replace(`${url}/`, `${url}/w/team-z/`);
+    expect((await http(elsewhere)).status).toBe(401);
+    expect((await http(elsewhere, { headers: { authorization: reader } })).status).toBe(403);
     const read = await http(allergy.fullUrl, { headers: { authorization: reader } });
     expect(read.status, read.text).toBe(200);
     expect(read.json.id).toBe(allergy.resource.id);
