@@ -19,6 +19,7 @@ export interface LookupSources {
  */
 export const READABLE_TYPES = [
   "AllergyIntolerance",
+  "Composition",
   "Condition",
   "DeviceRequest",
   "MedicationDispense",

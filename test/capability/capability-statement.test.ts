@@ -103,6 +103,7 @@ describe("GET /uae-fhir/r4/metadata: the CapabilityStatement (CONTRACT §12)", (
       // Every type an answer or push names with a RESTful fullUrl: each can be read where its fullUrl says.
       ...[
         "AllergyIntolerance",
+        "Composition",
         "Condition",
         "DeviceRequest",
         "MedicationDispense",

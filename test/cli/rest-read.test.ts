@@ -51,7 +51,7 @@ function enteredInError(resource: Resource): boolean {
  * GETs every absolute fullUrl of `bundle` under `base`: 200 with the same resource type, id and version (ETag from
  * it), or 410 for a removed record. Returns how many were followed.
  */
-async function followAll(bundle: Bundle, base: string, where: string): Promise<number> {
+async function followAll(bundle: Bundle, base: string, where: string, types?: Set<string>): Promise<number> {
   let followed = 0;
   for (const entry of bundle.entry ?? []) {
     const { fullUrl, resource } = entry;
@@ -59,6 +59,7 @@ async function followAll(bundle: Bundle, base: string, where: string): Promise<n
     expect(fullUrl.startsWith(`${base}/`), `${where}: ${fullUrl} is not under ${base}`).toBe(true);
     const reply = await http(fullUrl);
     followed++;
+    types?.add(resource.resourceType);
     const said = `${where}: GET ${fullUrl}: ${reply.status} ${reply.text.slice(0, 300)}`;
     expect(reply.headers.get("content-type"), said).toMatch(/^application\/fhir\+json/);
     if (enteredInError(resource)) {
@@ -94,6 +95,7 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
     const { url } = await startCli(["--admin-token", ADMIN, "--no-watch"]);
     const base = `${url}/uae-fhir/r4`;
     const answers = new Map<string, Bundle>();
+    const types = new Set<string>();
     let followed = 0;
 
     for (const [operation, path] of CONTRACT_OPERATIONS) {
@@ -104,7 +106,7 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
           : [operation, "--patient", PATIENT];
       const answer = await send(`${url}${path}`, await example(args));
       answers.set(operation, answer);
-      followed += await followAll(answer, base, operation);
+      followed += await followAll(answer, base, operation, types);
     }
 
     const created = await http(`${url}/__admin/orders`, {
@@ -115,7 +117,7 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
     expect(created.status).toBe(201);
     const order = created.json.id as string;
     const pushes: Received[] = [await receiver.next()];
-    followed += await followAll(pushes[0]?.bundle, base, "order push");
+    followed += await followAll(pushes[0]?.bundle, base, "order push", types);
     for (const operation of PHARMACY_SIDE) {
       const printed = await example([
         operation,
@@ -130,14 +132,37 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
       ]);
       const answer = await send(`${url}${STANDARD}`, printed);
       answers.set(operation, answer);
-      followed += await followAll(answer, base, operation);
+      followed += await followAll(answer, base, operation, types);
       if (operation === "receive-allocation") {
         const allocation = await receiver.next();
         pushes.push(allocation);
-        followed += await followAll(allocation.bundle, base, "allocation push");
+        followed += await followAll(allocation.bundle, base, "allocation push", types);
       }
     }
     expect(answers.size).toBe(18);
+
+    // A refusal: the answer's OperationOutcome has a RESTful fullUrl too (a cancelled task cannot be cancelled again).
+    const refused = await http(`${url}${STANDARD}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: await example(["cancel-task", "--patient", PATIENT]),
+    });
+    expect(refused.json.entry[0].resource.response.code, refused.text.slice(0, 600)).toBe("fatal-error");
+    followed += await followAll(refused.json, base, "refused cancel-task", types);
+
+    expect([...types].sort()).toEqual([
+      "AllergyIntolerance",
+      "Composition",
+      "Condition",
+      "MedicationDispense",
+      "MedicationRequest",
+      "Observation",
+      "OperationOutcome",
+      "Patient",
+      "Procedure",
+      "Subscription",
+      "Task",
+    ]);
     // Patients, records, tasks, subscriptions, OperationOutcomes, orders' requests: far more than one per answer.
     expect(followed).toBeGreaterThan(30);
 
