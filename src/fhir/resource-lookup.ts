@@ -92,7 +92,8 @@ function journaledResource(journal: Journal, type: string, id: string, vid?: str
     const call = calls[i];
     if (!call) continue;
     const body = call.direction === "inbound" ? call.response?.body : call.request.body;
-    if (!body?.includes(`${tail}"`)) continue;
+    // Not `${tail}"`: in an envelope the Bundle is a JSON string, its quotes escaped.
+    if (!body?.includes(tail)) continue;
     for (const entry of entriesOf(body)) {
       const resource = entry.resource;
       if (typeof entry.fullUrl !== "string" || !entry.fullUrl.endsWith(tail)) continue;
