@@ -141,6 +141,15 @@ describe("REST read: every absolute fullUrl of every answer and push can be read
     }
     expect(answers.size).toBe(18);
 
+    // The order's request, version 2 since the allocation; version 1 is read from the first push (about the
+    // anonymous patient), as the pharmacy received it.
+    const request = byType(pushes[1]?.bundle, "MedicationRequest")[0];
+    expect(request?.resource.meta?.versionId).toBe("2");
+    const first = byType(pushes[0]?.bundle, "MedicationRequest")[0];
+    const v1 = await http(`${request?.fullUrl}/_history/1`);
+    expect(v1.status, v1.text.slice(0, 300)).toBe(200);
+    expect(v1.json).toEqual(first?.resource);
+
     // A refusal: the answer's OperationOutcome has a RESTful fullUrl too (a cancelled task cannot be cancelled again).
     const refused = await http(`${url}${STANDARD}`, {
       method: "POST",
