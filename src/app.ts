@@ -20,6 +20,7 @@ import { SimulatedNetworkFault } from "./http/faults.js";
 import { outcomeResponse } from "./http/fhir-response.js";
 import { mountMessageRoutes } from "./http/message-routes.js";
 import { type NodeMessages, nodeMessages } from "./http/node-message.js";
+import { isReadPath, mountReadRoutes } from "./http/read-routes.js";
 import { type RecorderDeps, recordCalls } from "./http/record-calls.js";
 import { fromThisMachine, remoteAddress } from "./http/remote-address.js";
 import { chooseWorkspace, routedPath, type WorkspaceChoiceDeps } from "./http/workspace-choice.js";
@@ -352,6 +353,7 @@ export function createApp(
     workspaces,
     ...(auth ? { authenticate: auth.authenticate } : {}),
     isMessagePath: (path) => messagePaths.has(path),
+    isReadPath: (path) => isReadPath(options.basePath, path),
     isAuthPath,
     adminRefusal: (c, workspace) =>
       adminRefusal(
@@ -434,6 +436,8 @@ export function createApp(
     publishedAt: startedAt,
     ...(auth ? { tokenEndpoint: (url: string) => auth.endpoints(url).tokenEndpoint } : {}),
   });
+  // After the capability routes: their MessageDefinition and StructureDefinition reads come first.
+  mountReadRoutes(app, { basePath: options.basePath, oauth2: auth !== undefined });
 
   app.notFound((c) =>
     outcomeResponse(c, 404, [

@@ -2,6 +2,7 @@ import type { CapabilityStatement } from "fhir/r4.js";
 import { VERSION } from "../version.js";
 import { PUBLISHER } from "./canonical.js";
 import type { PublishedMessage } from "./message-definitions.js";
+import { READABLE_TYPES } from "./resource-lookup.js";
 
 /** The standard definition of the operation every message path serves. */
 export const PROCESS_MESSAGE_DEFINITION = "http://hl7.org/fhir/OperationDefinition/MessageHeader-process-message";
@@ -45,7 +46,7 @@ function security(tokenEndpoint: string): NonNullable<CapabilityStatement["rest"
         text: "OAuth2 client credentials (SMART Backend Services)",
       },
     ],
-    description: `The message paths need \`Authorization: Bearer <access token>\`, from \`POST ${tokenEndpoint}\` (client-credentials grant; client_secret_basic, client_secret_post or private_key_jwt). Discovery: \`.well-known/smart-configuration\` under this FHIR base. Reading conformance resources needs no token.`,
+    description: `The message paths need \`Authorization: Bearer <access token>\`, from \`POST ${tokenEndpoint}\` (client-credentials grant; client_secret_basic, client_secret_post or private_key_jwt). Discovery: \`.well-known/smart-configuration\` under this FHIR base. Reading conformance resources needs no token; reading what a workspace holds (\`GET [base]/{type}/{id}\`) needs one with a scope ending in \`.read\` (patient-profile.read).`,
   };
 }
 
@@ -78,7 +79,7 @@ export function capabilityStatement(input: CapabilityInput): CapabilityStatement
         mode: "server",
         ...(input.tokenEndpoint ? { security: security(input.tokenEndpoint) } : {}),
         documentation:
-          "Conformance resources that describe the messages (read, and search by `url` or with no parameter for all of a type), and $process-message on the message paths.",
+          "Conformance resources that describe the messages (read, and search by `url` or with no parameter for all of a type), $process-message on the message paths, and read and vread of what the caller's workspace holds or answered with: every RESTful fullUrl of an answer or push.",
         resource: [
           {
             type: "MessageDefinition",
@@ -93,6 +94,13 @@ export function capabilityStatement(input: CapabilityInput): CapabilityStatement
             searchParam: [BY_URL],
             documentation: "The extensions the sandbox defines.",
           },
+          ...READABLE_TYPES.map((type) => ({
+            type,
+            interaction: [{ code: "read" as const }, { code: "vread" as const }],
+            versioning: "versioned" as const,
+            documentation:
+              "Read-only, in the caller's workspace: what it holds now, else what its journal's answers and pushes carried; 410 once entered-in-error.",
+          })),
         ],
         operation: [
           {

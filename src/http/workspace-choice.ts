@@ -47,6 +47,8 @@ export interface WorkspaceChoiceDeps {
   authenticate?: (authorization: string | undefined) => Promise<Access>;
   /** Whether a routed path is a message path (where a token decides the workspace). */
   isMessagePath(path: string): boolean;
+  /** Whether a routed path is a REST read (where a token decides the workspace too). */
+  isReadPath?: (path: string) => boolean;
   /** Whether a routed path is an OAuth2 endpoint or discovery document (open to callers without a token). */
   isAuthPath?: (path: string) => boolean;
   /**
@@ -146,7 +148,7 @@ export function decideWorkspace(
   const chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
   const decide = (access: Access | undefined) =>
     afterToken(deps, request.routedPath, { named, chosen, inPath, namedWorkspace, anonymous }, access);
-  if (deps.authenticate && deps.isMessagePath(request.routedPath)) {
+  if (deps.authenticate && (deps.isMessagePath(request.routedPath) || deps.isReadPath?.(request.routedPath))) {
     return deps.authenticate(request.header("authorization")).then(decide);
   }
   return decide(undefined);
