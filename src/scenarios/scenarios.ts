@@ -5,7 +5,7 @@ import type { RequestFacts } from "../matching/matcher.js";
 import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
 import { ruleSummary } from "./rule-summary.js";
-import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+import { type CompiledResponse, type CompiledRule, RuleSet, STARTED } from "./rules.js";
 import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
 import type { ScenarioFolder } from "./scenario-folder.js";
 import type { ScenarioFile } from "./schema.js";
@@ -21,8 +21,15 @@ import type { ScenarioFile } from "./schema.js";
 export interface RuleTrace {
   rules: RuleSet;
   invalid: boolean;
-  /** Rules that matched, but were used up: their `times`, or a `sequence` that falls through. */
-  passedOver: Array<{ rule: CompiledRule; answered: number; why: "times" | "sequence" }>;
+  /**
+   * Rules whose conditions held but that did not answer: used up (their `times`, or a `sequence` that falls
+   * through), or their scenario was not in the state they require for the message's key (`key` undefined: the
+   * message gave none).
+   */
+  passedOver: Array<
+    | { rule: CompiledRule; answered: number; why: "times" | "sequence" }
+    | { rule: CompiledRule; answered: number; why: "state"; key: string | undefined; state: string | undefined }
+  >;
   answered: CompiledRule | undefined;
 }
 
@@ -51,6 +58,13 @@ export interface Counter {
   answered: number;
 }
 
+/** One scenario's state for one key, as GET /__admin/scenarios/states lists it. */
+export interface ScenarioState {
+  scenario: string;
+  key: string;
+  state: string;
+}
+
 /**
  * One workspace's scenario rules: the shared scenario files' rules (read
  * only, the same objects in every workspace) and rules added at run time
@@ -69,6 +83,8 @@ export class Scenarios {
   #builtFor = -1;
   #counters = new WeakMap<CompiledRule, Counter>();
   #runtimeCount = 0;
+  /** Each scenario's state per key; a key absent is in the scenario's first state (Started). */
+  #states = new Map<string, Map<string, string>>();
 
   constructor(
     /** The shared scenario files, if any. */
@@ -217,6 +233,45 @@ export class Scenarios {
   resetCounters(): void {
     this.#counters = new WeakMap();
     this.sink.removeAll("hits");
+    this.#states.clear();
+  }
+
+  /** The state of `scenario` for `key`: Started until a rule moved it. */
+  stateOf(scenario: string, key: string): string {
+    return this.#states.get(scenario)?.get(key) ?? STARTED;
+  }
+
+  /** Every scenario's state for every key a rule has moved, sorted by scenario then key. */
+  states(): ScenarioState[] {
+    const list: ScenarioState[] = [];
+    for (const [scenario, keys] of this.#states) {
+      for (const [key, state] of keys) list.push({ scenario, key, state });
+    }
+    return list.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.key.localeCompare(b.key));
+  }
+
+  /** Puts scenarios back in Started: all, one scenario's keys, one key in every scenario, or both. Returns how many. */
+  resetStates(filter: { scenario?: string; key?: string } = {}): number {
+    let removed = 0;
+    for (const [scenario, keys] of this.#states) {
+      if (filter.scenario !== undefined && scenario !== filter.scenario) continue;
+      for (const key of [...keys.keys()]) {
+        if (filter.key !== undefined && key !== filter.key) continue;
+        keys.delete(key);
+        removed++;
+      }
+      if (keys.size === 0) this.#states.delete(scenario);
+    }
+    return removed;
+  }
+
+  #moveState(scenario: string, key: string, state: string): void {
+    let keys = this.#states.get(scenario);
+    if (!keys) {
+      keys = new Map();
+      this.#states.set(scenario, keys);
+    }
+    keys.set(key, state);
   }
 
   #counter(rule: CompiledRule): Counter {
@@ -243,6 +298,22 @@ export class Scenarios {
     // Only the rules that can match: the rest would fail a condition, and the explanation works that out when asked.
     for (const rule of rules.applicable(facts)) {
       if (!rule.matcher.matches(facts)) continue;
+      // The scenario's state is one more condition, checked last: it reads the message's key.
+      const state = rule.state;
+      const key = state?.key(facts);
+      if (
+        state &&
+        (key === undefined || (state.required !== undefined && this.stateOf(state.scenario, key) !== state.required))
+      ) {
+        trace?.passedOver.push({
+          rule,
+          answered: this.#counters.get(rule)?.answered ?? 0,
+          why: "state",
+          key,
+          state: key === undefined ? undefined : this.stateOf(state.scenario, key),
+        });
+        continue;
+      }
       const counter = this.#counter(rule);
       counter.matched++;
       if (this.sink.active) this.sink.put("hits", rule.id, () => counter);
@@ -259,6 +330,7 @@ export class Scenarios {
         turn = rule.responses.length - 1;
       }
       counter.answered++;
+      if (state?.next !== undefined && key !== undefined) this.#moveState(state.scenario, key, state.next);
       if (trace) trace.answered = rule;
       return { rule, response: rule.responses[turn] as CompiledResponse, hit: counter.answered };
     }

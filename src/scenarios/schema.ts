@@ -142,6 +142,38 @@ export const ruleSchema = z
       .enum(["repeat-last", "fall-through"])
       .optional()
       .describe("when the sequence is used up: repeat its last response (default), or fall through"),
+    scenario: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "a named state machine this rule takes part in: rules naming the same scenario share its state (one per state key)",
+      ),
+    requiredState: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        `match only when the scenario is in this state for the message's key (each key starts in ${JSON.stringify("Started")})`,
+      ),
+    newState: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("when the rule answers, the scenario moves to this state for the message's key"),
+    stateKey: z
+      .union([
+        z.enum(["patient", "workspace"]),
+        z
+          .object({
+            fhirpath: z.string().min(1).describe("FHIRPath over the request Bundle; its first value is the key"),
+          })
+          .strict(),
+      ])
+      .optional()
+      .describe(
+        "what the scenario's state is kept per: patient (default: the first patient key of the message), workspace (one state), or {fhirpath} (e.g. the order's identifier)",
+      ),
     allowAnyContentType: z
       .literal(true)
       .optional()
@@ -153,6 +185,18 @@ export const ruleSchema = z
   .superRefine((r, ctx) => {
     if ((r.respond === undefined) === (r.sequence === undefined)) {
       ctx.addIssue({ code: "custom", message: "a rule needs exactly one of respond or sequence" });
+    }
+    if (r.scenario === undefined) {
+      // Without a scenario there is no state to require, move or key: a typo'd or forgotten `scenario` would pass in silence.
+      for (const key of ["requiredState", "newState", "stateKey"] as const) {
+        if (r[key] !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: `${key} needs scenario: the name of the state machine it belongs to`,
+          });
+        }
+      }
     }
   });
 

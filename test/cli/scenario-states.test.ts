@@ -1,0 +1,134 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AllergyIntolerance, Bundle } from "fhir/r4.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { envelope, example, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
+import { http, killStray, startCli } from "./cli-process.js";
+
+const EID = "urn:ae:emirates-id";
+const ALICE = "784-1980-1111111-3";
+const BOB = "784-1990-1234567-6";
+
+const dirs: string[] = [];
+afterEach(async () => {
+  await killStray();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The sandbox from dist/ with one scenario file holding `yaml`. */
+async function sandbox(yaml: string, args: string[] = []) {
+  const dir = mkdtempSync(join(tmpdir(), "scenario-states-test-"));
+  dirs.push(dir);
+  writeFileSync(join(dir, "rules.yaml"), yaml);
+  return (await startCli(["--scenarios", dir, "--no-watch", ...args])).url;
+}
+
+const addAllergy = (value: string) =>
+  messageBundle("add-allergy", [
+    {
+      ...example<AllergyIntolerance>("allergyintolerance-example.json"),
+      patient: { identifier: { system: EID, value } },
+    } as AllergyIntolerance,
+  ]);
+
+async function send(url: string, bundle: Bundle) {
+  const reply = await http(`${url}${STANDARD}`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: envelope(bundle),
+  });
+  return {
+    status: reply.status,
+    rule: reply.headers.get("x-sandbox-rule"),
+    callId: reply.headers.get("x-sandbox-call-id"),
+    code: reply.status === 200 ? responseHeader(reply.json as Bundle).response?.code : undefined,
+  };
+}
+
+// The first allergy a patient adds is accepted (the built-in answer); the second is refused; after that, the
+// built-in behaviour answers again (no rule requires the last state).
+const FLOW = `
+rules:
+  - name: first-accepted
+    when: { operation: add-allergy }
+    scenario: allergy-flow
+    requiredState: Started
+    newState: one-added
+    respond: { builtIn: true }
+  - name: second-refused
+    when: { operation: add-allergy }
+    scenario: allergy-flow
+    requiredState: one-added
+    newState: refused-once
+    respond:
+      status: 422
+      outcome: { diagnostics: second allergy refused, response: none }
+`;
+
+describe("scenario states shared by rules, per patient (the real CLI)", { timeout: 30_000 }, () => {
+  it("two patients go through the flow interleaved, each in its own state", async () => {
+    const url = await sandbox(FLOW);
+    const steps: Array<[string, string | null, number]> = [
+      [ALICE, "first-accepted", 200],
+      [BOB, "first-accepted", 200],
+      [ALICE, "second-refused", 422],
+      [BOB, "second-refused", 422],
+      [ALICE, null, 200],
+    ];
+    const seen = [];
+    for (const [patient] of steps) seen.push(await send(url, addAllergy(patient)));
+    expect(seen.map((s) => [s.rule, s.status])).toEqual(steps.map(([, rule, status]) => [rule, status]));
+
+    const states = await http(`${url}/__admin/scenarios/states`);
+    expect(states.status).toBe(200);
+    expect(states.json.states).toEqual([
+      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "refused-once" },
+      { scenario: "allergy-flow", key: `${EID}|${BOB}`, state: "refused-once" },
+    ]);
+
+    // Why the last call of Alice met no rule: the scenario's state, said for each rule.
+    const call = await http(`${url}/__admin/calls/${seen[4]?.callId}`);
+    const rules = call.json.explanation.rules as Array<{ rule: string; outcome: string; failed?: string }>;
+    expect(rules).toEqual([
+      expect.objectContaining({
+        rule: "first-accepted",
+        outcome: "not-matched",
+        failed: `scenario allergy-flow is in state "refused-once" for key ${EID}|${ALICE}, the rule requires "Started"`,
+      }),
+      expect.objectContaining({
+        rule: "second-refused",
+        outcome: "not-matched",
+        failed: `scenario allergy-flow is in state "refused-once" for key ${EID}|${ALICE}, the rule requires "one-added"`,
+      }),
+    ]);
+
+    // One key back to Started: Alice starts over, Bob does not.
+    const reset = await http(`${url}/__admin/scenarios/states?key=${encodeURIComponent(`${EID}|${ALICE}`)}`, {
+      method: "DELETE",
+    });
+    expect(reset.json).toEqual({ reset: 1 });
+    expect((await send(url, addAllergy(ALICE))).rule).toBe("first-accepted");
+    expect((await send(url, addAllergy(BOB))).rule).toBeNull();
+
+    // POST /__admin/reset puts every scenario back in Started.
+    expect((await http(`${url}/__admin/reset`, { method: "POST" })).status).toBe(200);
+    expect((await http(`${url}/__admin/scenarios/states`)).json).toEqual({ states: [] });
+    expect((await send(url, addAllergy(BOB))).rule).toBe("first-accepted");
+  });
+
+  it("a FHIRPath state key: the state follows the allergy's code, not the patient", async () => {
+    const url = await sandbox(
+      FLOW.replaceAll(
+        "    scenario: allergy-flow\n",
+        '    scenario: allergy-flow\n    stateKey: { fhirpath: "Bundle.entry.resource.ofType(AllergyIntolerance).code.coding.first()" }\n',
+      ),
+    );
+    expect((await send(url, addAllergy(ALICE))).rule).toBe("first-accepted");
+    // Another patient, the same allergy code: the same key, so the second step.
+    expect((await send(url, addAllergy(BOB))).rule).toBe("second-refused");
+    const states = (await http(`${url}/__admin/scenarios/states`)).json.states as Array<{ key: string }>;
+    expect(states).toHaveLength(1);
+    expect(states[0]?.key).toMatch(/\|/);
+  });
+});

@@ -1,0 +1,38 @@
+import { describe, expect, it } from "vitest";
+import { formatProblem } from "../../src/config/yaml-file.js";
+import { loadScenarioText } from "../../src/scenarios/load.js";
+
+const problemsOf = (yaml: string) => {
+  const load = loadScenarioText(yaml, "states.yaml");
+  return load.ok ? [] : load.problems.map(formatProblem);
+};
+
+describe("scenario states in a scenario file", () => {
+  it("accepts scenario, requiredState, newState and each kind of stateKey", () => {
+    const yaml = `
+rules:
+  - { when: { operation: add-allergy }, scenario: s, requiredState: Started, newState: b, respond: { builtIn: true } }
+  - { scenario: s, stateKey: workspace, respond: { builtIn: true } }
+  - { scenario: s, stateKey: { fhirpath: "Bundle.entry.resource.ofType(Task).identifier.first()" }, respond: { builtIn: true } }
+`;
+    expect(problemsOf(yaml)).toEqual([]);
+  });
+
+  it.each([["requiredState: a"], ["newState: b"], ["stateKey: patient"]])(
+    "refuses %s without scenario, at its line",
+    (field) => {
+      const [problem, ...more] = problemsOf(`rules:\n  - respond: { builtIn: true }\n    ${field}\n`);
+      expect(more).toEqual([]);
+      const key = field.split(":")[0];
+      expect(problem).toContain(`${key} needs scenario`);
+      expect(problem).toMatch(/^states\.yaml:3:/);
+    },
+  );
+
+  it("refuses a stateKey that is not valid FHIRPath, and an unknown stateKey", () => {
+    expect(
+      problemsOf(`rules:\n  - { scenario: s, stateKey: { fhirpath: "((" }, respond: { builtIn: true } }\n`),
+    ).toEqual([expect.stringContaining('stateKey.fhirpath "((" is not a valid FHIRPath expression')]);
+    expect(problemsOf(`rules:\n  - { scenario: s, stateKey: order, respond: { builtIn: true } }\n`)).toHaveLength(1);
+  });
+});
