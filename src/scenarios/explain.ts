@@ -64,6 +64,14 @@ export function explainDecision(trace: RuleTrace, facts: RequestFacts): RuleDeci
       rules.push(verdict(rule, reached ? "not-matched" : "not-reached", { failed }));
       continue;
     }
+    if (passed?.why === "probability") {
+      rules.push(
+        verdict(rule, "not-matched", {
+          failed: `the random draw passed over it: probability ${rule.probability}, drew ${passed.draw.toFixed(3)} (the draw comes from --seed and the rule's count of matches)`,
+        }),
+      );
+      continue;
+    }
     if (passed && passed.why !== "state") {
       const note =
         passed.why === "times"

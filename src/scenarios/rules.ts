@@ -31,6 +31,8 @@ export interface CompiledRule {
   afterSequence: "repeat-last" | "fall-through";
   /** The scenario state machine the rule takes part in (`scenario`), if any. */
   state: RuleState | undefined;
+  /** `probability`: the fraction of its matches the rule answers; undefined for all. */
+  probability: number | undefined;
 }
 
 /** A rule's part in a named scenario: the state it requires, the one it moves to, and how it finds the message's key. */
@@ -227,6 +229,7 @@ export function compileRule(
       sequence: spec.sequence !== undefined,
       afterSequence: spec.afterSequence ?? "repeat-last",
       state,
+      probability: spec.probability,
     },
     problems,
   };

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type LimitRefusal, overLimit, type StateLimits, UNLIMITED } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { Redaction } from "../journal/redact.js";
@@ -29,6 +30,7 @@ export interface RuleTrace {
   passedOver: Array<
     | { rule: CompiledRule; answered: number; why: "times" | "sequence" }
     | { rule: CompiledRule; answered: number; why: "state"; key: string | undefined; state: string | undefined }
+    | { rule: CompiledRule; answered: number; why: "probability"; draw: number }
   >;
   answered: CompiledRule | undefined;
 }
@@ -56,6 +58,12 @@ const FREE_RUNTIME = "Remove the rules added at run time with DELETE /__admin/sc
 export interface Counter {
   matched: number;
   answered: number;
+}
+
+/** A number in [0, 1) from the seed, the rule and the count of its matches: the same inputs, the same number. */
+export function seededDraw(seed: string, ruleId: string, match: number): number {
+  const digest = createHash("sha256").update(`${seed}\u0000probability\u0000${ruleId}\u0000${match}`).digest();
+  return digest.readUInt32BE(0) / 2 ** 32;
 }
 
 /** One scenario's state for one key, as GET /__admin/scenarios/states lists it. */
@@ -95,6 +103,8 @@ export class Scenarios {
     readonly limits: Pick<StateLimits, RuntimeLimit> = UNLIMITED,
     /** Where runtime documents and hit counts are said, for the state file (--state-file). */
     private readonly sink: StateSink = NO_STATE,
+    /** The workspace's seed (--seed): `probability` draws from it, so the same calls give the same outcome. */
+    private readonly seed = "",
   ) {}
 
   /**
@@ -328,6 +338,14 @@ export class Scenarios {
           continue;
         }
         turn = rule.responses.length - 1;
+      }
+      if (rule.probability !== undefined && rule.probability < 1) {
+        // The n-th match of a rule draws the same number in every run with this seed, whatever other rules saw.
+        const draw = seededDraw(this.seed, rule.id, counter.matched);
+        if (draw >= rule.probability) {
+          trace?.passedOver.push({ rule, answered: counter.answered, why: "probability", draw });
+          continue;
+        }
       }
       counter.answered++;
       if (state?.next !== undefined && key !== undefined) this.#moveState(state.scenario, key, state.next);

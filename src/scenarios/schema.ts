@@ -142,6 +142,14 @@ export const ruleSchema = z
       .enum(["repeat-last", "fall-through"])
       .optional()
       .describe("when the sequence is used up: repeat its last response (default), or fall through"),
+    probability: z
+      .number()
+      .gt(0, "a probability above 0, at most 1")
+      .lte(1, "a probability above 0, at most 1")
+      .optional()
+      .describe(
+        "answer only this fraction of the calls the rule matches (0 < p ≤ 1), drawn from --seed so that the same calls give the same outcome; the others go on to later rules",
+      ),
     scenario: z
       .string()
       .min(1)

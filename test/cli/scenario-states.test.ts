@@ -132,3 +132,50 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     expect(states[0]?.key).toMatch(/\|/);
   });
 });
+
+// One rule in two: a 503 on the calls the draw picks, the built-in answer on the others.
+const FLAKY = `
+rules:
+  - name: flaky-allergies
+    when: { operation: add-allergy }
+    probability: 0.5
+    respond:
+      status: 503
+      outcome: { diagnostics: the allergy service is flaky }
+`;
+
+/** The statuses of `n` add-allergy calls to a fresh sandbox started with --seed `seed`, and its call ids. */
+async function flakyRun(seed: string, n: number) {
+  const url = await sandbox(FLAKY, ["--seed", seed]);
+  const replies = [];
+  for (let i = 0; i < n; i++) replies.push(await send(url, addAllergy(ALICE)));
+  return { url, statuses: replies.map((r) => r.status), replies };
+}
+
+describe("random faults: probability, drawn from --seed (the real CLI)", { timeout: 60_000 }, () => {
+  it("two runs with the same seed and the same calls answer the same; the trace says when the draw passed over", async () => {
+    const first = await flakyRun("repeatable", 12);
+    await killStray();
+    const second = await flakyRun("repeatable", 12);
+    expect(second.statuses).toEqual(first.statuses);
+    // Both outcomes occur: the rule answers some of the calls it matches, not all or none.
+    expect(new Set(first.statuses)).toEqual(new Set([200, 503]));
+
+    const passed = second.replies.find((r) => r.status === 200);
+    const call = await http(`${second.url}/__admin/calls/${passed?.callId}`);
+    expect(call.json.explanation.rules[0]).toMatchObject({
+      rule: "flaky-allergies",
+      outcome: "not-matched",
+      failed: expect.stringMatching(/^the random draw passed over it: probability 0\.5, drew 0\.\d{3}/),
+    });
+    // What the rules matched and answered: every call matched, the 503s were answered.
+    const view = await http(`${second.url}/__admin/scenarios`);
+    expect(view.json.rules[0]).toMatchObject({
+      matched: 12,
+      answered: second.statuses.filter((s) => s === 503).length,
+    });
+    await killStray();
+    const other = await flakyRun("another seed", 12);
+    expect(other.statuses).not.toEqual(first.statuses);
+  });
+});

@@ -35,4 +35,14 @@ rules:
     ).toEqual([expect.stringContaining('stateKey.fhirpath "((" is not a valid FHIRPath expression')]);
     expect(problemsOf(`rules:\n  - { scenario: s, stateKey: order, respond: { builtIn: true } }\n`)).toHaveLength(1);
   });
+
+  it.each([["0"], ["1.5"], ["-0.1"], ['"half"']])("refuses probability: %s (0 < p ≤ 1)", (p) => {
+    const [problem, ...more] = problemsOf(`rules:\n  - respond: { builtIn: true }\n    probability: ${p}\n`);
+    expect(more).toEqual([]);
+    expect(problem).toMatch(/^states\.yaml:3:\d+: .*probability/);
+  });
+
+  it.each([["1"], ["0.1"], ["0.001"]])("accepts probability: %s", (p) => {
+    expect(problemsOf(`rules:\n  - respond: { builtIn: true }\n    probability: ${p}\n`)).toEqual([]);
+  });
 });
