@@ -73,6 +73,7 @@ export function mountMessageRoutes(
         undefined,
         answer.headers,
         answerText(call, answer, options.responseEnvelope),
+        answer.dribble,
       );
     });
   }

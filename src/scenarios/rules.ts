@@ -1,5 +1,6 @@
 import type { Locate, YamlProblem } from "../config/yaml-file.js";
 import { compilePath } from "../fhir/fhirpath.js";
+import type { Dribble } from "../http/dribble.js";
 import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
 import { durationMs } from "./duration.js";
@@ -13,7 +14,12 @@ export interface CompiledResponse {
   delayMs(random: () => number): number;
   /** Renders `outcome`, `resources`, `body` and `headers` for one answer. */
   render: Render;
+  /** `dribble`: the body written in pieces over a time; undefined to write it at once. */
+  dribble: Dribble | undefined;
 }
+
+/** The longest a dribble may last: as long as the `timeout` fault holds a connection (TIMEOUT_FAULT_CAP_MS). */
+export const MAX_DRIBBLE_MS = 5 * 60_000;
 
 /** A rule ready for matching. */
 export interface CompiledRule {
@@ -120,6 +126,13 @@ function compileResponse(
       min = max = durationMs(delay);
     }
   }
+  let dribble: Dribble | undefined;
+  if (spec.dribble) {
+    dribble = { chunks: spec.dribble.chunks, overMs: durationMs(spec.dribble.over) };
+    if (dribble.overMs > MAX_DRIBBLE_MS) {
+      problems.push(locate([...at, "dribble", "over"], "dribble.over must be at most 5m"));
+    }
+  }
   const template = compileTemplate({
     outcome: spec.outcome,
     resources: spec.resources,
@@ -132,6 +145,7 @@ function compileResponse(
     spec,
     delayMs: (random: () => number) => (max === min ? min : Math.round(min + random() * (max - min))),
     render: template.render,
+    dribble,
   };
 }
 

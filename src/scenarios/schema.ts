@@ -99,6 +99,19 @@ export const responseSchema = z
       .describe("HTTP status"),
     headers: z.record(z.string(), z.string()).optional().describe("extra response headers"),
     delay: delaySchema.optional(),
+    dribble: z
+      .object({
+        chunks: z
+          .number()
+          .int()
+          .min(2, "at least 2 chunks")
+          .max(1000, "at most 1000 chunks")
+          .describe("how many pieces"),
+        over: durationSchema.describe("the time from the first piece to the last (at most 5m)"),
+      })
+      .strict()
+      .optional()
+      .describe("write the body in this many pieces spread over this time, after any delay"),
     outcome: outcomeSchema.optional().describe("answer with an OperationOutcome, in a response message or bare"),
     resources: z
       .array(resourceSchema)

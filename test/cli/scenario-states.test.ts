@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { AllergyIntolerance, Bundle } from "fhir/r4.js";
@@ -177,5 +178,61 @@ describe("random faults: probability, drawn from --seed (the real CLI)", { timeo
     await killStray();
     const other = await flakyRun("another seed", 12);
     expect(other.statuses).not.toEqual(first.statuses);
+  });
+});
+
+// The built-in answer, written in 4 pieces over 600 ms.
+const DRIBBLE = `
+rules:
+  - name: slow-network
+    when: { operation: add-allergy }
+    respond: { builtIn: true, dribble: { chunks: 4, over: 600ms } }
+`;
+
+/** POSTs `body` with node:http and notes when each piece of the answer arrives (performance.now()). */
+function rawPost(url: string, path: string, body: string) {
+  return new Promise<{ status: number; headers: Record<string, unknown>; pieces: Array<{ at: number; text: string }> }>(
+    (resolve, reject) => {
+      const target = new URL(path, url);
+      const req = request(
+        target,
+        { method: "POST", headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+        (res) => {
+          const pieces: Array<{ at: number; text: string }> = [];
+          res.on("data", (chunk: Buffer) => pieces.push({ at: performance.now(), text: chunk.toString("latin1") }));
+          res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers, pieces }));
+          res.on("error", reject);
+        },
+      );
+      req.on("error", reject);
+      req.end(body);
+    },
+  );
+}
+
+describe("dribbled answers (the real CLI, a raw HTTP client)", { timeout: 30_000 }, () => {
+  it.each([
+    ["the Node message path", STANDARD],
+    ["the Hono path (a query string)", `${STANDARD}?_format=json`],
+  ])("%s: the body arrives in several pieces over the time; the journal keeps it whole", async (_, path) => {
+    const url = await sandbox(DRIBBLE);
+    const sent = performance.now();
+    const reply = await rawPost(url, path, envelope(addAllergy(ALICE)));
+    expect(reply.status).toBe(200);
+    expect(reply.headers["x-sandbox-rule"]).toBe("slow-network");
+    // Four writes; TCP may join two that meet on the way, never all.
+    expect(reply.pieces.length).toBeGreaterThanOrEqual(3);
+    const first = reply.pieces[0]?.at as number;
+    const last = reply.pieces.at(-1)?.at as number;
+    // The last piece leaves 600 ms after the first (timers fire no earlier than asked; a little slack for clocks).
+    expect(last - first).toBeGreaterThanOrEqual(550);
+    expect(last - sent).toBeLessThan(10_000);
+    const text = Buffer.from(reply.pieces.map((p) => p.text).join(""), "latin1").toString("utf8");
+    const bundle = JSON.parse(text) as Bundle;
+    expect(responseHeader(bundle).response?.code).toBe("ok");
+
+    const calls = await http(`${url}/__admin/calls`);
+    const call = await http(`${url}/__admin/calls/${calls.json.calls[0].id}`);
+    expect(call.json.response.body).toEqual(bundle);
   });
 });

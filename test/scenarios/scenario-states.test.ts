@@ -45,4 +45,20 @@ rules:
   it.each([["1"], ["0.1"], ["0.001"]])("accepts probability: %s", (p) => {
     expect(problemsOf(`rules:\n  - respond: { builtIn: true }\n    probability: ${p}\n`)).toEqual([]);
   });
+
+  it.each([
+    ["{ chunks: 1, over: 1s }", "at least 2 chunks"],
+    ["{ chunks: 2.5, over: 1s }", "chunks"],
+    ["{ chunks: 10, over: 6m }", "dribble.over must be at most 5m"],
+    ["{ chunks: 10, over: 5 seconds }", "over"],
+    ["{ chunks: 10 }", "over"],
+  ])("refuses dribble: %s", (dribble, said) => {
+    const [problem, ...more] = problemsOf(`rules:\n  - respond: { builtIn: true, dribble: ${dribble} }\n`);
+    expect(more).toEqual([]);
+    expect(problem).toContain(said);
+  });
+
+  it("accepts dribble: { chunks: 10, over: 5s }", () => {
+    expect(problemsOf("rules:\n  - respond: { builtIn: true, dribble: { chunks: 10, over: 5s } }\n")).toEqual([]);
+  });
 });
