@@ -493,12 +493,10 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.delete("/scenarios/states", (c) => {
     const scenario = c.req.query("scenario");
     const key = c.req.query("key");
-    const removed = c
-      .get("workspace")
-      .scenarios.resetStates({
-        ...(scenario !== undefined ? { scenario } : {}),
-        ...(key !== undefined ? { key } : {}),
-      });
+    const removed = c.get("workspace").scenarios.resetStates({
+      ...(scenario !== undefined ? { scenario } : {}),
+      ...(key !== undefined ? { key } : {}),
+    });
     return jsonResponse({ reset: removed });
   });
 

@@ -66,6 +66,9 @@ export function seededDraw(seed: string, ruleId: string, match: number): number 
   return digest.readUInt32BE(0) / 2 ** 32;
 }
 
+/** A scenario state's row in the state file: the scenario and the key, which no name can make ambiguous. */
+const stateRowKey = (scenario: string, key: string): string => JSON.stringify([scenario, key]);
+
 /** One scenario's state for one key, as GET /__admin/scenarios/states lists it. */
 export interface ScenarioState {
   scenario: string;
@@ -244,6 +247,13 @@ export class Scenarios {
     this.#counters = new WeakMap();
     this.sink.removeAll("hits");
     this.#states.clear();
+    this.sink.removeAll("states");
+  }
+
+  /** The scenario states a state file kept (after restore: they name scenarios, not rules, so all come back). */
+  restoreStates(states: readonly ScenarioState[]): void {
+    this.#states.clear();
+    for (const { scenario, key, state } of states) this.#moveState(scenario, key, state, false);
   }
 
   /** The state of `scenario` for `key`: Started until a rule moved it. */
@@ -268,6 +278,7 @@ export class Scenarios {
       for (const key of [...keys.keys()]) {
         if (filter.key !== undefined && key !== filter.key) continue;
         keys.delete(key);
+        this.sink.remove("states", stateRowKey(scenario, key));
         removed++;
       }
       if (keys.size === 0) this.#states.delete(scenario);
@@ -275,13 +286,19 @@ export class Scenarios {
     return removed;
   }
 
-  #moveState(scenario: string, key: string, state: string): void {
+  #moveState(scenario: string, key: string, state: string, save = true): void {
     let keys = this.#states.get(scenario);
     if (!keys) {
       keys = new Map();
       this.#states.set(scenario, keys);
     }
     keys.set(key, state);
+    if (save && this.sink.active)
+      this.sink.put("states", stateRowKey(scenario, key), () => ({
+        scenario,
+        key,
+        state: this.stateOf(scenario, key),
+      }));
   }
 
   #counter(rule: CompiledRule): Counter {

@@ -118,6 +118,23 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     expect((await send(url, addAllergy(BOB))).rule).toBe("first-accepted");
   });
 
+  it("with --state-file, the states outlive a restart", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "scenario-states-file-"));
+    dirs.push(dir);
+    writeFileSync(join(dir, "rules.yaml"), FLOW);
+    const args = ["--scenarios", dir, "--no-watch", "--state-file", join(dir, "state.db")];
+    const first = await startCli(args);
+    expect((await send(first.url, addAllergy(ALICE))).rule).toBe("first-accepted");
+    first.child.process.kill("SIGTERM");
+    await first.child.waitForExit();
+    const again = await startCli(args);
+    expect((await http(`${again.url}/__admin/scenarios/states`)).json.states).toEqual([
+      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "one-added" },
+    ]);
+    expect((await send(again.url, addAllergy(ALICE))).rule).toBe("second-refused");
+    expect((await send(again.url, addAllergy(BOB))).rule).toBe("first-accepted");
+  });
+
   it("a FHIRPath state key: the state follows the allergy's code, not the patient", async () => {
     const url = await sandbox(
       FLOW.replaceAll(
