@@ -397,6 +397,18 @@ export class Scenarios {
           matched: c.matched,
           answered: c.answered,
           ...ruleSummary(r, businessErrors, redaction),
+          // Only on rules that use them: the view of every other rule stays as it was.
+          ...(r.state
+            ? {
+                scenario: {
+                  name: r.state.scenario,
+                  requiredState: r.state.required ?? null,
+                  newState: r.state.next ?? null,
+                  stateKey: r.state.keyName,
+                },
+              }
+            : {}),
+          ...(r.probability !== undefined ? { probability: r.probability } : {}),
         };
       }),
     };

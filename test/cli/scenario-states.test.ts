@@ -81,6 +81,11 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     for (const [patient] of steps) seen.push(await send(url, addAllergy(patient)));
     expect(seen.map((s) => [s.rule, s.status])).toEqual(steps.map(([, rule, status]) => [rule, status]));
 
+    const view = await http(`${url}/__admin/scenarios`);
+    expect(view.json.rules[1]).toMatchObject({
+      name: "second-refused",
+      scenario: { name: "allergy-flow", requiredState: "one-added", newState: "refused-once", stateKey: "patient" },
+    });
     const states = await http(`${url}/__admin/scenarios/states`);
     expect(states.status).toBe(200);
     expect(states.json.states).toEqual([
@@ -189,6 +194,7 @@ describe("random faults: probability, drawn from --seed (the real CLI)", { timeo
     // What the rules matched and answered: every call matched, the 503s were answered.
     const view = await http(`${second.url}/__admin/scenarios`);
     expect(view.json.rules[0]).toMatchObject({
+      probability: 0.5,
       matched: 12,
       answered: second.statuses.filter((s) => s === 503).length,
     });
