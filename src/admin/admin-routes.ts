@@ -487,6 +487,19 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     return jsonResponse({ removed });
   });
 
+  // Scenario states (`scenario`, `requiredState`, `newState` in rules): each scenario's state per key, this workspace's.
+  admin.get("/scenarios/states", (c) => jsonResponse({ states: c.get("workspace").scenarios.states() }));
+
+  admin.delete("/scenarios/states", (c) => {
+    const scenario = c.req.query("scenario");
+    const key = c.req.query("key");
+    const removed = c.get("workspace").scenarios.resetStates({
+      ...(scenario !== undefined ? { scenario } : {}),
+      ...(key !== undefined ? { key } : {}),
+    });
+    return jsonResponse({ reset: removed });
+  });
+
   admin.get("/pharmacies", (c) => {
     const { pharmacies, journal } = c.get("workspace");
     return jsonResponse({

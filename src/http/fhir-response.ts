@@ -4,6 +4,7 @@ import { HEADER_NAME } from "../journal/redact.js";
 import { jsonText } from "../text/json-text.js";
 import { ANSWER_HEADERS } from "./answer-headers.js";
 import type { CallState } from "./call-state.js";
+import { type Dribble, dribbleStream } from "./dribble.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { httpTrim } from "./raw-headers.js";
 
@@ -24,14 +25,17 @@ export function fhirResponse(
   headers: Record<string, string> = {},
   /** The body already serialized, as jsonText writes it (`<`, `>`, `&` escaped), to save serializing it twice. */
   serialized?: string,
+  /** A rule's `dribble`: the body streamed in pieces over a time; the journal keeps it whole all the same. */
+  dribble?: Dribble,
 ): Response {
   const text = serialized ?? jsonText(body);
   const call = c.get("call");
   const plain = { "content-type": FHIR_JSON, ...headers };
-  if (!call) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
+  const sent = dribble ? () => dribbleStream(text, dribble) : () => text;
+  if (!call) return new Response(sent(), { status, headers: { ...plain, ...ANSWER_HEADERS } });
   const answered = fhirAnswer(call, text, plain);
-  if (!answered) return new Response(text, { status, headers: { ...plain, ...ANSWER_HEADERS } });
-  const response = new Response(text, { status, headers: answered.sent });
+  if (!answered) return new Response(sent(), { status, headers: { ...plain, ...ANSWER_HEADERS } });
+  const response = new Response(sent(), { status, headers: answered.sent });
   call.answered = { response, headers: answered.recorded };
   return response;
 }

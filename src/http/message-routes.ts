@@ -67,8 +67,14 @@ export function mountMessageRoutes(
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
       }
-      const text = answerText(call, answer, options.responseEnvelope);
-      return fhirResponse(c, answer.status, undefined, answerHeaders(answer, options.responseEnvelope), text);
+      return fhirResponse(
+        c,
+        answer.status,
+        undefined,
+        answerHeaders(answer, options.responseEnvelope),
+        answerText(call, answer, options.responseEnvelope),
+        answer.dribble,
+      );
     });
   }
 }

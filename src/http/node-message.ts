@@ -10,6 +10,7 @@ import type { HostCheck } from "./browser-guard.js";
 import type { CallState } from "./call-state.js";
 import { newCallState } from "./call-state.js";
 import { type CorsPolicy, corsAnswer } from "./cors.js";
+import { type Dribble, dribbleOut } from "./dribble.js";
 import { faultBody, TIMEOUT_FAULT_CAP_MS, waitUnlessGone } from "./faults.js";
 import { type AnswerHeaders, FHIR_JSON, fhirAnswer } from "./fhir-response.js";
 import { answerHeaders, answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-routes.js";
@@ -74,7 +75,7 @@ function firstHeader(raw: readonly string[], lower: string): string | undefined 
 /** An answer as the edge finished it, ready to be written and recorded. */
 type Outgoing =
   /** An answer fhirAnswer built: its headers are known as plain objects. */
-  | { kind: "fhir"; status: number; text: string; headers: AnswerHeaders }
+  | { kind: "fhir"; status: number; text: string; headers: AnswerHeaders; dribble?: Dribble | undefined }
   /**
    * An answer Hono's recorder, CORS and answerHeaders finish on a web `Headers` (a fault's, or one whose rule
    * headers fhirAnswer left alone); `headers` undefined when `Headers` refused them.
@@ -153,6 +154,7 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
                 answerText(call, answer, parts.responseEnvelope),
                 answerHeaders(answer, parts.responseEnvelope),
               );
+          if (answer.dribble && out.kind === "fhir") out.dribble = answer.dribble;
         }
       }
     } catch (error) {
@@ -277,6 +279,12 @@ function write(
   grant: { origin: string | undefined } | undefined,
 ): void {
   try {
+    if (out.kind === "fhir" && out.dribble) {
+      const headers = new Headers(out.headers.sent);
+      if (grant) corsAnswer(headers, grant.origin);
+      writeDribbled(outgoing, out.status, headers, out.text, out.dribble);
+      return;
+    }
     if (out.kind === "fhir" && grant === undefined) {
       writePlain(outgoing, out.status, out.headers.sent, out.text);
       return;
@@ -308,6 +316,30 @@ function writePlain(outgoing: ServerResponse, status: number, headers: Record<st
   outgoing.statusCode = status;
   for (const name in headers) outgoing.setHeader(name, headers[name] as string);
   outgoing.end(text);
+}
+
+/**
+ * A rule's dribbled answer: the headers (with the whole body's Content-Length) at once, then the body in pieces over
+ * the rule's time, each its own write; stops when the client goes away.
+ */
+function writeDribbled(
+  outgoing: ServerResponse,
+  status: number,
+  headers: Headers,
+  text: string,
+  dribble: Dribble,
+): void {
+  const out: Record<string, string | number> = {};
+  for (const [name, value] of headers) out[name] = value;
+  out["Content-Length"] = Buffer.byteLength(text);
+  outgoing.writeHead(status, out);
+  // Sent now, not with the first piece: the client sees the status as soon as the answer starts.
+  outgoing.flushHeaders();
+  dribbleOut(text, dribble, {
+    write: (piece) => outgoing.write(piece),
+    end: () => outgoing.end(),
+    gone: (stop) => outgoing.once("close", stop),
+  });
 }
 
 /** A web `Headers` as the adapter writes it: entries in name order (Set-Cookie last), then Content-Length. */

@@ -7,6 +7,7 @@ import { clientTargets } from "../fhir/client-targets.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import { type Correlation, errorMessage, okMessage } from "../fhir/response-message.js";
 import type { HandlerContext, HandlerResult, HandlerTable } from "../handlers/handler.js";
+import type { Dribble } from "../http/dribble.js";
 import type { RequestHeaders } from "../http/raw-headers.js";
 import type { KeptBodies } from "../journal/call-record.js";
 import type { RequestFacts } from "../matching/matcher.js";
@@ -53,6 +54,8 @@ export interface Answer {
   delayMs: number;
   /** Extra response headers a rule adds. */
   headers: Record<string, string>;
+  /** Write the body in pieces over a time (a rule's `dribble`). */
+  dribble?: Dribble | undefined;
   /** A transport fault a rule stages instead of an answer. */
   fault?: Fault;
   /** With --proxy: no rule answered, so the upstream service answers instead of the sandbox. */
@@ -79,6 +82,7 @@ interface Ruling {
   delayMs: number;
   headers: Record<string, string>;
   trace: RuleTrace | undefined;
+  dribble?: Dribble | undefined;
 }
 
 /**
@@ -96,6 +100,7 @@ class PipelineAnswer implements Answer {
   kept: KeptBodies | undefined = undefined;
   requestJson: true | undefined = undefined;
   trace: RuleTrace | undefined = undefined;
+  dribble: Dribble | undefined = undefined;
 
   constructor(
     public status: number,
@@ -112,6 +117,7 @@ class PipelineAnswer implements Answer {
       this.delayMs = ruling.delayMs;
       this.headers = ruling.headers;
       this.trace = ruling.trace;
+      this.dribble = ruling.dribble;
     }
     return this;
   }
@@ -303,6 +309,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
           delayMs: scripted.response.delayMs(deps.random),
           headers: reply.headers,
           trace,
+          dribble: scripted.response.dribble,
         };
         return scriptedAnswer(reply, operation, messageId, ruling);
       }
@@ -323,6 +330,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       delayMs: scripted?.response.delayMs(deps.random) ?? 0,
       headers: reply?.headers ?? {},
       trace,
+      dribble: scripted?.response.dribble,
     };
     if (reply && reply.kind !== "built-in") return scriptedAnswer(reply, operation, messageId, ruling);
 

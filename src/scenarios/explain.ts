@@ -55,7 +55,24 @@ export function explainDecision(trace: RuleTrace, facts: RequestFacts): RuleDeci
       continue;
     }
     const passed = passedOver.get(rule);
-    if (passed) {
+    if (passed?.why === "state" && rule.state) {
+      const { scenario, required, keyName } = rule.state;
+      const failed =
+        passed.key === undefined
+          ? `scenario ${scenario} keeps its state per ${keyName}, and the message gives no such key`
+          : `scenario ${scenario} is in state ${JSON.stringify(passed.state)} for key ${passed.key}, the rule requires ${JSON.stringify(required)}`;
+      rules.push(verdict(rule, reached ? "not-matched" : "not-reached", { failed }));
+      continue;
+    }
+    if (passed?.why === "probability") {
+      rules.push(
+        verdict(rule, "not-matched", {
+          failed: `the random draw passed over it: probability ${rule.probability}, drew ${passed.draw.toFixed(3)} (the draw comes from --seed and the rule's count of matches)`,
+        }),
+      );
+      continue;
+    }
+    if (passed && passed.why !== "state") {
       const note =
         passed.why === "times"
           ? `it matched, but its times: ${rule.times} were used up (it had answered ${passed.answered} times); POST /__admin/reset zeroes the counters`

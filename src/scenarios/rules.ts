@@ -1,4 +1,6 @@
 import type { Locate, YamlProblem } from "../config/yaml-file.js";
+import { compilePath } from "../fhir/fhirpath.js";
+import type { Dribble } from "../http/dribble.js";
 import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
 import { durationMs } from "./duration.js";
@@ -12,7 +14,12 @@ export interface CompiledResponse {
   delayMs(random: () => number): number;
   /** Renders `outcome`, `resources`, `body` and `headers` for one answer. */
   render: Render;
+  /** `dribble`: the body written in pieces over a time; undefined to write it at once. */
+  dribble: Dribble | undefined;
 }
+
+/** The longest a dribble may last: as long as the `timeout` fault holds a connection (TIMEOUT_FAULT_CAP_MS). */
+export const MAX_DRIBBLE_MS = 5 * 60_000;
 
 /** A rule ready for matching. */
 export interface CompiledRule {
@@ -28,6 +35,77 @@ export interface CompiledRule {
   responses: CompiledResponse[];
   sequence: boolean;
   afterSequence: "repeat-last" | "fall-through";
+  /** The scenario state machine the rule takes part in (`scenario`), if any. */
+  state: RuleState | undefined;
+  /** `probability`: the fraction of its matches the rule answers; undefined for all. */
+  probability: number | undefined;
+}
+
+/** A rule's part in a named scenario: the state it requires, the one it moves to, and how it finds the message's key. */
+export interface RuleState {
+  scenario: string;
+  required: string | undefined;
+  next: string | undefined;
+  /** How the key is found, for explanations: patient, workspace or the FHIRPath expression. */
+  keyName: string;
+  /** The key the scenario's state is kept under for this message; undefined when the message gives none. */
+  key(facts: RequestFacts): string | undefined;
+}
+
+/** The state every scenario starts in, for each key (WireMock's name for it). */
+export const STARTED = "Started";
+
+/** The key of the whole workspace, for `stateKey: workspace`. */
+const WORKSPACE_KEY = "*";
+
+/** A FHIRPath result as a key: a primitive as it is, an Identifier or Coding as system|value (or code). */
+function keyOf(value: unknown): string | undefined {
+  if (typeof value === "string" || typeof value === "number" || typeof value === "boolean") return String(value);
+  if (typeof value !== "object" || value === null) return undefined;
+  const v = value as Record<string, unknown>;
+  const inner = v.value ?? v.code ?? v.reference;
+  if (typeof inner === "string" || typeof inner === "number") {
+    return typeof v.system === "string" ? `${v.system}|${inner}` : String(inner);
+  }
+  return JSON.stringify(value);
+}
+
+/** Compiles a rule's `scenario`, `requiredState`, `newState` and `stateKey`; problems at the stateKey's position. */
+function compileState(
+  spec: RuleSpec,
+  at: ReadonlyArray<string | number>,
+  locate: Locate,
+  problems: YamlProblem[],
+): RuleState | undefined {
+  if (spec.scenario === undefined) return undefined;
+  const base = { scenario: spec.scenario, required: spec.requiredState, next: spec.newState };
+  const given = spec.stateKey ?? "patient";
+  if (given === "patient") return { ...base, keyName: "patient", key: (facts) => facts.patientKeys()[0] };
+  if (given === "workspace") return { ...base, keyName: "workspace", key: () => WORKSPACE_KEY };
+  const compiled = compilePath(given.fhirpath);
+  if (!compiled.ok) {
+    problems.push(
+      locate(
+        [...at, "stateKey", "fhirpath"],
+        `stateKey.fhirpath "${given.fhirpath}" is not a valid FHIRPath expression: ${compiled.reason}`,
+      ),
+    );
+    return undefined;
+  }
+  const evaluate = compiled.evaluate;
+  return {
+    ...base,
+    keyName: `fhirpath ${JSON.stringify(given.fhirpath)}`,
+    key: (facts) => {
+      const bundle = facts.bundle();
+      if (!bundle) return undefined;
+      try {
+        return keyOf(evaluate(bundle)[0]);
+      } catch {
+        return undefined;
+      }
+    },
+  };
 }
 
 function compileResponse(
@@ -48,6 +126,13 @@ function compileResponse(
       min = max = durationMs(delay);
     }
   }
+  let dribble: Dribble | undefined;
+  if (spec.dribble) {
+    dribble = { chunks: spec.dribble.chunks, overMs: durationMs(spec.dribble.over) };
+    if (dribble.overMs > MAX_DRIBBLE_MS) {
+      problems.push(locate([...at, "dribble", "over"], "dribble.over must be at most 5m"));
+    }
+  }
   const template = compileTemplate({
     outcome: spec.outcome,
     resources: spec.resources,
@@ -60,6 +145,7 @@ function compileResponse(
     spec,
     delayMs: (random: () => number) => (max === min ? min : Math.round(min + random() * (max - min))),
     render: template.render,
+    dribble,
   };
 }
 
@@ -141,6 +227,7 @@ export function compileRule(
   }));
   const responses = list.map((r) => compileResponse(r.spec, r.at, where.locate, problems));
   problems.push(...contentTypeProblems(spec, list, where.locate));
+  const state = compileState(spec, at, where.locate, problems);
   if (!matcher.ok || problems.length > 0) return { problems };
   const line = where.locate(at, "").line;
   return {
@@ -155,6 +242,8 @@ export function compileRule(
       responses,
       sequence: spec.sequence !== undefined,
       afterSequence: spec.afterSequence ?? "repeat-last",
+      state,
+      probability: spec.probability,
     },
     problems,
   };

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { type LimitRefusal, overLimit, type StateLimits, UNLIMITED } from "../config/state-limits.js";
 import type { YamlProblem } from "../config/yaml-file.js";
 import type { Redaction } from "../journal/redact.js";
@@ -5,7 +6,7 @@ import type { RequestFacts } from "../matching/matcher.js";
 import { NO_STATE, type StateSink } from "../state/state-sink.js";
 import { type LoadedScenario, type LoadOptions, loadScenarioText } from "./load.js";
 import { ruleSummary } from "./rule-summary.js";
-import { type CompiledResponse, type CompiledRule, RuleSet } from "./rules.js";
+import { type CompiledResponse, type CompiledRule, RuleSet, STARTED } from "./rules.js";
 import { addCosts, NO_COST, type ScenarioCost, scenarioCost } from "./runtime-cost.js";
 import type { ScenarioFolder } from "./scenario-folder.js";
 import type { ScenarioFile } from "./schema.js";
@@ -21,8 +22,16 @@ import type { ScenarioFile } from "./schema.js";
 export interface RuleTrace {
   rules: RuleSet;
   invalid: boolean;
-  /** Rules that matched, but were used up: their `times`, or a `sequence` that falls through. */
-  passedOver: Array<{ rule: CompiledRule; answered: number; why: "times" | "sequence" }>;
+  /**
+   * Rules whose conditions held but that did not answer: used up (their `times`, or a `sequence` that falls
+   * through), or their scenario was not in the state they require for the message's key (`key` undefined: the
+   * message gave none).
+   */
+  passedOver: Array<
+    | { rule: CompiledRule; answered: number; why: "times" | "sequence" }
+    | { rule: CompiledRule; answered: number; why: "state"; key: string | undefined; state: string | undefined }
+    | { rule: CompiledRule; answered: number; why: "probability"; draw: number }
+  >;
   answered: CompiledRule | undefined;
 }
 
@@ -51,6 +60,22 @@ export interface Counter {
   answered: number;
 }
 
+/** A number in [0, 1) from the seed, the rule and the count of its matches: the same inputs, the same number. */
+export function seededDraw(seed: string, ruleId: string, match: number): number {
+  const digest = createHash("sha256").update(`${seed}\u0000probability\u0000${ruleId}\u0000${match}`).digest();
+  return digest.readUInt32BE(0) / 2 ** 32;
+}
+
+/** A scenario state's row in the state file: the scenario and the key, which no name can make ambiguous. */
+const stateRowKey = (scenario: string, key: string): string => JSON.stringify([scenario, key]);
+
+/** One scenario's state for one key, as GET /__admin/scenarios/states lists it. */
+export interface ScenarioState {
+  scenario: string;
+  key: string;
+  state: string;
+}
+
 /**
  * One workspace's scenario rules: the shared scenario files' rules (read
  * only, the same objects in every workspace) and rules added at run time
@@ -69,6 +94,8 @@ export class Scenarios {
   #builtFor = -1;
   #counters = new WeakMap<CompiledRule, Counter>();
   #runtimeCount = 0;
+  /** Each scenario's state per key; a key absent is in the scenario's first state (Started). */
+  #states = new Map<string, Map<string, string>>();
 
   constructor(
     /** The shared scenario files, if any. */
@@ -79,6 +106,8 @@ export class Scenarios {
     readonly limits: Pick<StateLimits, RuntimeLimit> = UNLIMITED,
     /** Where runtime documents and hit counts are said, for the state file (--state-file). */
     private readonly sink: StateSink = NO_STATE,
+    /** The workspace's seed (--seed): `probability` draws from it, so the same calls give the same outcome. */
+    private readonly seed = "",
   ) {}
 
   /**
@@ -217,6 +246,59 @@ export class Scenarios {
   resetCounters(): void {
     this.#counters = new WeakMap();
     this.sink.removeAll("hits");
+    this.#states.clear();
+    this.sink.removeAll("states");
+  }
+
+  /** The scenario states a state file kept (after restore: they name scenarios, not rules, so all come back). */
+  restoreStates(states: readonly ScenarioState[]): void {
+    this.#states.clear();
+    for (const { scenario, key, state } of states) this.#moveState(scenario, key, state, false);
+  }
+
+  /** The state of `scenario` for `key`: Started until a rule moved it. */
+  stateOf(scenario: string, key: string): string {
+    return this.#states.get(scenario)?.get(key) ?? STARTED;
+  }
+
+  /** Every scenario's state for every key a rule has moved, sorted by scenario then key. */
+  states(): ScenarioState[] {
+    const list: ScenarioState[] = [];
+    for (const [scenario, keys] of this.#states) {
+      for (const [key, state] of keys) list.push({ scenario, key, state });
+    }
+    return list.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.key.localeCompare(b.key));
+  }
+
+  /** Puts scenarios back in Started: all, one scenario's keys, one key in every scenario, or both. Returns how many. */
+  resetStates(filter: { scenario?: string; key?: string } = {}): number {
+    let removed = 0;
+    for (const [scenario, keys] of this.#states) {
+      if (filter.scenario !== undefined && scenario !== filter.scenario) continue;
+      for (const key of [...keys.keys()]) {
+        if (filter.key !== undefined && key !== filter.key) continue;
+        keys.delete(key);
+        this.sink.remove("states", stateRowKey(scenario, key));
+        removed++;
+      }
+      if (keys.size === 0) this.#states.delete(scenario);
+    }
+    return removed;
+  }
+
+  #moveState(scenario: string, key: string, state: string, save = true): void {
+    let keys = this.#states.get(scenario);
+    if (!keys) {
+      keys = new Map();
+      this.#states.set(scenario, keys);
+    }
+    keys.set(key, state);
+    if (save && this.sink.active)
+      this.sink.put("states", stateRowKey(scenario, key), () => ({
+        scenario,
+        key,
+        state: this.stateOf(scenario, key),
+      }));
   }
 
   #counter(rule: CompiledRule): Counter {
@@ -243,6 +325,22 @@ export class Scenarios {
     // Only the rules that can match: the rest would fail a condition, and the explanation works that out when asked.
     for (const rule of rules.applicable(facts)) {
       if (!rule.matcher.matches(facts)) continue;
+      // The scenario's state is one more condition, checked last: it reads the message's key.
+      const state = rule.state;
+      const key = state?.key(facts);
+      if (
+        state &&
+        (key === undefined || (state.required !== undefined && this.stateOf(state.scenario, key) !== state.required))
+      ) {
+        trace?.passedOver.push({
+          rule,
+          answered: this.#counters.get(rule)?.answered ?? 0,
+          why: "state",
+          key,
+          state: key === undefined ? undefined : this.stateOf(state.scenario, key),
+        });
+        continue;
+      }
       const counter = this.#counter(rule);
       counter.matched++;
       if (this.sink.active) this.sink.put("hits", rule.id, () => counter);
@@ -258,7 +356,16 @@ export class Scenarios {
         }
         turn = rule.responses.length - 1;
       }
+      if (rule.probability !== undefined && rule.probability < 1) {
+        // The n-th match of a rule draws the same number in every run with this seed, whatever other rules saw.
+        const draw = seededDraw(this.seed, rule.id, counter.matched);
+        if (draw >= rule.probability) {
+          trace?.passedOver.push({ rule, answered: counter.answered, why: "probability", draw });
+          continue;
+        }
+      }
       counter.answered++;
+      if (state?.next !== undefined && key !== undefined) this.#moveState(state.scenario, key, state.next);
       if (trace) trace.answered = rule;
       return { rule, response: rule.responses[turn] as CompiledResponse, hit: counter.answered };
     }
@@ -290,6 +397,18 @@ export class Scenarios {
           matched: c.matched,
           answered: c.answered,
           ...ruleSummary(r, businessErrors, redaction),
+          // Only on rules that use them: the view of every other rule stays as it was.
+          ...(r.state
+            ? {
+                scenario: {
+                  name: r.state.scenario,
+                  requiredState: r.state.required ?? null,
+                  newState: r.state.next ?? null,
+                  stateKey: r.state.keyName,
+                },
+              }
+            : {}),
+          ...(r.probability !== undefined ? { probability: r.probability } : {}),
         };
       }),
     };

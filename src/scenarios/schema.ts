@@ -99,6 +99,19 @@ export const responseSchema = z
       .describe("HTTP status"),
     headers: z.record(z.string(), z.string()).optional().describe("extra response headers"),
     delay: delaySchema.optional(),
+    dribble: z
+      .object({
+        chunks: z
+          .number()
+          .int()
+          .min(2, "at least 2 chunks")
+          .max(1000, "at most 1000 chunks")
+          .describe("how many pieces"),
+        over: durationSchema.describe("the time from the first piece to the last (at most 5m)"),
+      })
+      .strict()
+      .optional()
+      .describe("write the body in this many pieces spread over this time, after any delay"),
     outcome: outcomeSchema.optional().describe("answer with an OperationOutcome, in a response message or bare"),
     resources: z
       .array(resourceSchema)
@@ -142,6 +155,46 @@ export const ruleSchema = z
       .enum(["repeat-last", "fall-through"])
       .optional()
       .describe("when the sequence is used up: repeat its last response (default), or fall through"),
+    probability: z
+      .number()
+      .gt(0, "a probability above 0, at most 1")
+      .lte(1, "a probability above 0, at most 1")
+      .optional()
+      .describe(
+        "answer only this fraction of the calls the rule matches (0 < p ≤ 1), drawn from --seed so that the same calls give the same outcome; the others go on to later rules",
+      ),
+    scenario: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "a named state machine this rule takes part in: rules naming the same scenario share its state (one per state key)",
+      ),
+    requiredState: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        `match only when the scenario is in this state for the message's key (each key starts in ${JSON.stringify("Started")})`,
+      ),
+    newState: z
+      .string()
+      .min(1)
+      .optional()
+      .describe("when the rule answers, the scenario moves to this state for the message's key"),
+    stateKey: z
+      .union([
+        z.enum(["patient", "workspace"]),
+        z
+          .object({
+            fhirpath: z.string().min(1).describe("FHIRPath over the request Bundle; its first value is the key"),
+          })
+          .strict(),
+      ])
+      .optional()
+      .describe(
+        "what the scenario's state is kept per: patient (default: the first patient key of the message), workspace (one state), or {fhirpath} (e.g. the order's identifier)",
+      ),
     allowAnyContentType: z
       .literal(true)
       .optional()
@@ -153,6 +206,18 @@ export const ruleSchema = z
   .superRefine((r, ctx) => {
     if ((r.respond === undefined) === (r.sequence === undefined)) {
       ctx.addIssue({ code: "custom", message: "a rule needs exactly one of respond or sequence" });
+    }
+    if (r.scenario === undefined) {
+      // Without a scenario there is no state to require, move or key: a typo'd or forgotten `scenario` would pass in silence.
+      for (const key of ["requiredState", "newState", "stateKey"] as const) {
+        if (r[key] !== undefined) {
+          ctx.addIssue({
+            code: "custom",
+            path: [key],
+            message: `${key} needs scenario: the name of the state machine it belongs to`,
+          });
+        }
+      }
     }
   });
 

@@ -8,6 +8,7 @@ export type StateKind =
   | "orders"
   | "scenario"
   | "hits"
+  | "states"
   | "replay"
   | "call";
 

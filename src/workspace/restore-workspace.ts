@@ -6,7 +6,7 @@ import type { Pharmacy, PharmacyRegistry } from "../orders/pharmacy-registry.js"
 import { revivedOrder } from "../orders/saved-order.js";
 import type { StoredAnswer } from "../pipeline/process-message.js";
 import type { ReplayCache } from "../pipeline/replay-cache.js";
-import type { Counter, Scenarios } from "../scenarios/scenarios.js";
+import type { Counter, ScenarioState, Scenarios } from "../scenarios/scenarios.js";
 import type { StateFile, StateRow } from "../state/state-file.js";
 import type { SandboxStore, SavedPatient, SavedRecord } from "../store/sandbox-store.js";
 import type { PackedTexts } from "../text/packed-texts.js";
@@ -81,6 +81,7 @@ export function restoreWorkspace(from: SavedRows, to: RestoreTargets): { created
   const documents = of("scenario").map(({ value }) => value as { number: number; text: string });
   const counters = new Map(of("hits").map(({ key, value }) => [key, value as Counter]));
   const dropped = to.scenarios.restore(documents, counters);
+  to.scenarios.restoreStates(of("states").map(({ value }) => value as ScenarioState));
   if (dropped.length > 0) {
     to.logger.warn(
       `workspace ${to.id}: ${counted(dropped.length, "scenario document")} added at run time no longer load, and were left out`,
