@@ -65,11 +65,13 @@ function liveResource({ store, orders, pharmacies }: LookupSources, type: string
     const found = pharmacies.list().find((p) => p.subscription?.id === id);
     if (found?.subscription) return found.subscription;
   }
+  const requested = type === "MedicationRequest" || type === "DeviceRequest";
   for (const order of orders.list()) {
-    // The requests as the exchange sends them now: about the patient (version 2) once allocated.
-    const requests = requestsFor(order, order.allocatedAt ? order.patient : order.anonymousPatient);
-    const candidates: Resource[] = [order.patient, order.anonymousPatient, ...requests, ...order.dispensed];
+    const candidates: Resource[] = [order.patient, order.anonymousPatient, ...order.dispensed];
     for (const pharmacy of order.pharmacies) candidates.push(pharmacy.task);
+    // The requests as the exchange sends them now: about the patient (version 2) once allocated. Built only when a
+    // request is asked for: every order is visited.
+    if (requested) candidates.push(...requestsFor(order, order.allocatedAt ? order.patient : order.anonymousPatient));
     const found = candidates.find((r) => r.resourceType === type && r.id === id);
     if (found) return found;
   }
