@@ -13,6 +13,12 @@ const REST_TAIL = /\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
 /** The key of `type/id` in the index. */
 const keyOf = (type: string, id: string): string => `${type}/${id}`;
 
+/**
+ * A copy of a key that holds nothing of the body it was found in: a regex capture is a slice of the body, which would
+ * keep the whole body alive (unpacked) as long as the key is kept.
+ */
+const detached = (key: string): string => Buffer.from(key, "latin1").toString("latin1");
+
 /** The calls that carried one `type/id`, oldest first. */
 interface Slot {
   key: string;
@@ -48,15 +54,17 @@ export class ResourceIndex {
       const key = keyOf(tail[1] as string, tail[2] as string);
       let slot = this.#slots.get(key);
       if (!slot) {
-        slot = { key, calls: [] };
-        this.#slots.set(key, slot);
-      }
-      // A body that names a resource twice (a reference's entry and the focus) is one call of the slot.
-      if (slot.calls.at(-1) === call) continue;
-      slot.calls.push(call);
+        // Most resources are carried by one call: an array of one (a push to an empty one reserves 17 places).
+        slot = { key: detached(key), calls: [call] };
+        this.#slots.set(slot.key, slot);
+      } else if (slot.calls.at(-1) === call) {
+        // A body that names a resource twice is one call of its slot.
+        continue;
+      } else slot.calls.push(call);
       slots.push(slot);
     }
-    if (slots.length > 0) this.#ofCall.set(call, slots);
+    // Kept at its size (slice), not with the room the pushes reserved.
+    if (slots.length > 0) this.#ofCall.set(call, slots.slice());
   }
 
   /** Forgets a call the journal dropped: its oldest, so first in each of its slots. */
