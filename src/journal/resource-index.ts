@@ -10,20 +10,21 @@ const FULL_URL = /fullUrl\\?"\s*:\s*\\?"([^"\\]*)/g;
 /** A RESTful fullUrl's last two segments, `…/{type}/{id}`, as the read routes accept them (R4 id: 1–64 characters). */
 const REST_TAIL = /\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
 
-/** The key of `type/id` in the index. */
-const keyOf = (type: string, id: string): string => `${type}/${id}`;
-
 /**
- * A copy of a key that holds nothing of the body it was found in: a regex capture is a slice of the body, which would
- * keep the whole body alive (unpacked) as long as the key is kept.
+ * `type/id` as a 30-bit number (FNV-1a, kept small enough to be stored unboxed). Two resources may share one: a
+ * lookup checks each call's entries anyway, so a shared number costs a body parsed, never a wrong answer; and the
+ * index keeps no string (a capture is a slice of the body, which would keep the whole body alive unpacked).
  */
-const detached = (key: string): string => Buffer.from(key, "latin1").toString("latin1");
-
-/** The calls that carried one `type/id`, oldest first. */
-interface Slot {
-  key: string;
-  calls: CallRecord[];
+function keyOf(type: string, id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < type.length; i++) hash = Math.imul(hash ^ type.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ 0x2f, 0x01000193);
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+  return hash & 0x3fffffff;
 }
+
+/** The calls under one key, oldest first: most resources are carried by one call, kept without an array. */
+type Carriers = CallRecord | CallRecord[];
 
 /**
  * Which of a journal's calls carried a resource under a RESTful fullUrl (`…/{type}/{id}`): a read of a resource the
@@ -32,66 +33,74 @@ interface Slot {
  * with the journal: a call is added as it is kept (recorded, or restored from a state file), removed as the journal's
  * limits drop it, all of them when it is cleared; so it holds no more than the journal does.
  *
- * What it costs: the scan of each answer (a push: its request) for `fullUrl` as the call is kept, and per call one
- * array of the slots it is in; per `type/id`, a slot (its key and the array of its calls).
+ * What it costs: a scan of each answer (a push: its request) for `fullUrl` as the call is kept; per resource named, a
+ * map entry (its key and its call) and the key again in the call's list, to take it out when the call goes.
  *
  * @example
  *   index.add(call, call.response.body); // as the journal keeps an inbound call
- *   index.calls("OperationOutcome", "3f2…"); // the calls that carried it, newest first
+ *   [...index.calls("OperationOutcome", "3f2…")]; // the calls that carried it, newest first
  */
 export class ResourceIndex {
-  readonly #slots = new Map<string, Slot>();
-  /** The slots each indexed call is in, to take it out when the journal drops it. */
-  readonly #ofCall = new Map<CallRecord, Slot[]>();
+  readonly #carriers = new Map<number, Carriers>();
+  /** The keys each indexed call is under. */
+  readonly #keysOf = new Map<CallRecord, number | number[]>();
 
   /** Indexes the RESTful fullUrls of `body`, the text of the call's answer (an inbound call) or push (an outbound one). */
   add(call: CallRecord, body: string | undefined): void {
     if (!body?.includes("fullUrl")) return;
-    const slots: Slot[] = [];
+    const keys: number[] = [];
     for (const match of body.matchAll(FULL_URL)) {
       const tail = REST_TAIL.exec(match[1] as string);
       if (!tail) continue;
       const key = keyOf(tail[1] as string, tail[2] as string);
-      let slot = this.#slots.get(key);
-      if (!slot) {
-        // Most resources are carried by one call: an array of one (a push to an empty one reserves 17 places).
-        slot = { key: detached(key), calls: [call] };
-        this.#slots.set(slot.key, slot);
-      } else if (slot.calls.at(-1) === call) {
-        // A body that names a resource twice is one call of its slot.
-        continue;
-      } else slot.calls.push(call);
-      slots.push(slot);
+      const carriers = this.#carriers.get(key);
+      if (carriers === undefined) this.#carriers.set(key, call);
+      // A body that names a resource twice is one call under its key (the call being added is the newest: last).
+      else if (carriers === call || (Array.isArray(carriers) && carriers.at(-1) === call)) continue;
+      else if (Array.isArray(carriers)) carriers.push(call);
+      else this.#carriers.set(key, [carriers, call]);
+      keys.push(key);
     }
-    // Kept at its size (slice), not with the room the pushes reserved.
-    if (slots.length > 0) this.#ofCall.set(call, slots.slice());
+    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys.slice());
   }
 
-  /** Forgets a call the journal dropped: its oldest, so first in each of its slots. */
+  /** Forgets a call the journal dropped: its oldest, so first under each of its keys. */
   remove(call: CallRecord): void {
-    const slots = this.#ofCall.get(call);
-    if (!slots) return;
-    this.#ofCall.delete(call);
-    for (const slot of slots) {
-      const at = slot.calls[0] === call ? 0 : slot.calls.indexOf(call);
-      if (at >= 0) slot.calls.splice(at, 1);
-      if (slot.calls.length === 0) this.#slots.delete(slot.key);
+    const keys = this.#keysOf.get(call);
+    if (keys === undefined) return;
+    this.#keysOf.delete(call);
+    for (const key of typeof keys === "number" ? [keys] : keys) {
+      const carriers = this.#carriers.get(key);
+      if (carriers === call) this.#carriers.delete(key);
+      else if (Array.isArray(carriers)) {
+        const at = carriers[0] === call ? 0 : carriers.indexOf(call);
+        if (at >= 0) carriers.splice(at, 1);
+        if (carriers.length === 1) this.#carriers.set(key, carriers[0] as CallRecord);
+      }
     }
   }
 
   clear(): void {
-    this.#slots.clear();
-    this.#ofCall.clear();
+    this.#carriers.clear();
+    this.#keysOf.clear();
   }
 
-  /** The calls whose answer or push carried `type/id` under a RESTful fullUrl, newest first (none: nothing walked). */
+  /**
+   * The calls whose answer or push carried `type/id` under a RESTful fullUrl, newest first (none: nothing walked);
+   * rarely one that carried another resource of the same key, which the caller's check of the entries passes over.
+   */
   *calls(type: string, id: string): Generator<CallRecord> {
-    const calls = this.#slots.get(keyOf(type, id))?.calls ?? [];
-    for (let i = calls.length - 1; i >= 0; i--) yield calls[i] as CallRecord;
+    const carriers = this.#carriers.get(keyOf(type, id));
+    if (carriers === undefined) return;
+    if (!Array.isArray(carriers)) {
+      yield carriers;
+      return;
+    }
+    for (let i = carriers.length - 1; i >= 0; i--) yield carriers[i] as CallRecord;
   }
 
-  /** How many `type/id` and how many calls are indexed (for tests and the docs' figures). */
+  /** How many keys (about one per `type/id`) and how many calls are indexed. */
   get size(): { resources: number; calls: number } {
-    return { resources: this.#slots.size, calls: this.#ofCall.size };
+    return { resources: this.#carriers.size, calls: this.#keysOf.size };
   }
 }
