@@ -108,6 +108,14 @@ describe.sequential("scenario states on the Scenarios page", { timeout: UI_TEST_
     // Alice starts the flow over.
     await moved(sandbox.url, ALICE, "first-accepted");
     await rowOf(page, ALICE).getByText("one-added", { exact: true }).waitFor();
+    // A reset through the admin API (a test suite's, between tests) shows at once too.
+    const reset = await http(`${sandbox.url}/__admin/scenarios/states?key=${encodeURIComponent(`${EID}|${ALICE}`)}`, {
+      method: "DELETE",
+    });
+    expect(reset.json).toEqual({ reset: 1 });
+    await rowOf(page, ALICE).waitFor({ state: "detached" });
+    await moved(sandbox.url, ALICE, "first-accepted");
+    await rowOf(page, ALICE).getByText("one-added", { exact: true }).waitFor();
     await page.close();
   });
 

@@ -330,7 +330,8 @@ export function ScenariosPage() {
   const states = useData<StatesView>("scenarios/states");
   const [said, setSaid] = useState("");
   useLive(({ event }) => {
-    // Hit counts and states move with calls; reloads come as their own event.
+    // Hit counts and states move with calls; reloads, resets by hand (states, the whole workspace) as their own events.
+    if (event === "scenario-states" || event === "calls-cleared") states.reload();
     if (event === "ready" || event === "scenarios" || event === "call") {
       view.reload();
       states.reload();
