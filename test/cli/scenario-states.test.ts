@@ -128,6 +128,24 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     expect((await send(url, addAllergy(BOB))).rule).toBe("first-accepted");
   });
 
+  it("two test suites at once, one patient each: each key goes through the flow on its own", async () => {
+    const url = await sandbox(FLOW);
+    // Each suite's calls in order; the two suites' calls in flight together, as parallel CI jobs would send them.
+    const suite = async (patient: string) => {
+      const rules = [];
+      for (let i = 0; i < 3; i++) rules.push((await send(url, addAllergy(patient))).rule);
+      return rules;
+    };
+    const [alice, bob] = await Promise.all([suite(ALICE), suite(BOB)]);
+    expect(alice).toEqual(["first-accepted", "second-refused", null]);
+    expect(bob).toEqual(["first-accepted", "second-refused", null]);
+    const states = (await http(`${url}/__admin/scenarios/states`)).json.states as Array<{ key: string; state: string }>;
+    expect(states.map((s) => [s.key, s.state])).toEqual([
+      [`${EID}|${ALICE}`, "refused-once"],
+      [`${EID}|${BOB}`, "refused-once"],
+    ]);
+  });
+
   it("with --state-file, the states outlive a restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "scenario-states-file-"));
     dirs.push(dir);
