@@ -37,7 +37,8 @@ export type SandboxChange =
   | { change: "rules-removed"; workspace: string; rules: number }
   | { change: "calls-cleared"; workspace: string; calls: number }
   | { change: "workspace-created" | "workspace-deleted"; workspace: string; workspaces: number }
-  | { change: "workspace-dropped"; workspace: string; workspaces: number; idleMs: number };
+  | { change: "workspace-dropped"; workspace: string; workspaces: number; idleMs: number }
+  | { change: "states-reset"; workspace: string; states: number; scenario: string | null; key: string | null };
 
 /** What a workspace's bus passes on to the sandbox-wide one: what observers of every workspace (the journal file, logs) hear. */
 const PASSED_ON: ReadonlySet<keyof SandboxEventMap> = new Set(["call:recorded", "order:updated", "sandbox:changed"]);

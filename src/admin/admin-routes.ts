@@ -493,9 +493,18 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   admin.delete("/scenarios/states", (c) => {
     const scenario = c.req.query("scenario");
     const key = c.req.query("key");
-    const removed = c.get("workspace").scenarios.resetStates({
+    const { scenarios, events, id } = c.get("workspace");
+    const removed = scenarios.resetStates({
       ...(scenario !== undefined ? { scenario } : {}),
       ...(key !== undefined ? { key } : {}),
+    });
+    // Said in the log and to the dashboard's live stream, as other changes by hand are.
+    events.emit("sandbox:changed", {
+      change: "states-reset",
+      workspace: id,
+      states: removed,
+      scenario: scenario ?? null,
+      key: key ?? null,
     });
     return jsonResponse({ reset: removed });
   });

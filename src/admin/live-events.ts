@@ -1,5 +1,5 @@
 import type { YamlProblem } from "../config/yaml-file.js";
-import type { SandboxEvents } from "../events.js";
+import type { SandboxChange, SandboxEvents } from "../events.js";
 import type { CallRecord } from "../journal/call-record.js";
 import { callSummary } from "../journal/call-summary.js";
 import type { Order } from "../orders/order.js";
@@ -27,7 +27,8 @@ const frame = (event: string, data: unknown, id?: string) =>
 /**
  * The sandbox's events as server-sent event streams (GET /__admin/events):
  * `call` (a call summary), `calls-cleared`, `order` (the order as
- * GET /__admin/orders/{id} shows it), `scenarios` (a reload and its problems).
+ * GET /__admin/orders/{id} shows it), `scenarios` (a reload and its problems),
+ * `scenario-states` (states put back in Started by hand: how many, of which scenario and key).
  * Each stream holds at most `maxQueuedBytes` a client has not read: past
  * that, what is held is dropped and an `overflow` event tells the client to
  * fetch again. A stream stops listening when its client goes or on close().
@@ -79,6 +80,10 @@ export class LiveEvents {
     const onCleared = () => enqueue(frame("calls-cleared", {}));
     const onOrder = (order: Order) => enqueue(frame("order", orderView(order)));
     const onScenarios = (result: { ok: boolean; problems: YamlProblem[] }) => enqueue(frame("scenarios", result));
+    const onChange = (change: SandboxChange) => {
+      if (change.change === "states-reset")
+        enqueue(frame("scenario-states", { reset: change.states, scenario: change.scenario, key: change.key }));
+    };
     const end = () => {
       if (ended) return;
       ended = true;
@@ -86,6 +91,7 @@ export class LiveEvents {
       events.off("journal:cleared", onCleared);
       events.off("order:updated", onOrder);
       events.off("scenarios:loaded", onScenarios);
+      events.off("sandbox:changed", onChange);
       clearInterval(heartbeat);
       this.#open.delete(end);
       wake?.();
@@ -99,6 +105,7 @@ export class LiveEvents {
           events.on("journal:cleared", onCleared);
           events.on("order:updated", onOrder);
           events.on("scenarios:loaded", onScenarios);
+          events.on("sandbox:changed", onChange);
           heartbeat = setInterval(() => enqueue(": keep-alive\n\n"), settings.heartbeatMs);
           heartbeat.unref();
           enqueue(`retry: ${settings.retryMs}\n${frame("ready", {})}`);

@@ -38,8 +38,8 @@ const RECORD_TYPES: readonly string[] = ["AllergyIntolerance", "Condition", "Pro
 /**
  * The resource `type/id` as the workspace holds it now: a patient or record of the store, an order's resources (its
  * patients, requests, pharmacies' Tasks), a pharmacy's Subscription; else the newest one its journal's answers and
- * pushes carried (OperationOutcomes, echoed resources, an order's resources once the order is gone). Nothing is
- * indexed for reads: the journal is bounded already, and a read walks it only when the live state has no answer.
+ * pushes carried (OperationOutcomes, echoed resources, an order's resources once the order is gone), found through the
+ * journal's index of fullUrls (`Journal.resources`), so that a read parses only the bodies that carried the URL.
  */
 export function currentResource(sources: LookupSources, type: string, id: string): Resource | undefined {
   return liveResource(sources, type, id) ?? journaledResource(sources.journal, type, id);
@@ -85,17 +85,15 @@ interface Entry {
 
 /**
  * The newest `type/id` (of version `vid`, if given) among the entries whose fullUrl names it (…/{type}/{id}) in the
- * journal's answers (inbound calls) and pushes (outbound ones). A body is parsed only when its text names the URL.
+ * journal's answers (inbound calls) and pushes (outbound ones). Only the bodies the index says carried the URL are
+ * parsed, newest first: a read, one body; a vread, until the version is found.
  */
 function journaledResource(journal: Journal, type: string, id: string, vid?: string): Resource | undefined {
   const tail = `/${type}/${id}`;
-  const calls = journal.list();
-  for (let i = calls.length - 1; i >= 0; i--) {
-    const call = calls[i];
-    if (!call) continue;
+  // Only the calls that carried it (the journal's index): an id no answer or push named costs no walk at all.
+  for (const call of journal.resources.calls(type, id)) {
     const body = call.direction === "inbound" ? call.response?.body : call.request.body;
-    // Not `${tail}"`: in an envelope the Bundle is a JSON string, its quotes escaped.
-    if (!body?.includes(tail)) continue;
+    if (body === undefined) continue;
     for (const entry of entriesOf(body)) {
       const resource = entry.resource;
       if (typeof entry.fullUrl !== "string" || !entry.fullUrl.endsWith(tail)) continue;

@@ -5,6 +5,7 @@ import { CallIds } from "./call-ids.js";
 import type { CallDraft, CallRecord } from "./call-record.js";
 import { keptCall } from "./kept-call.js";
 import { Redaction } from "./redact.js";
+import { ResourceIndex } from "./resource-index.js";
 
 export interface JournalLimits {
   /** Most calls kept; the oldest go first. */
@@ -81,6 +82,8 @@ export class Journal {
   readonly #redaction: Redaction;
   readonly #dropped: ((call: CallRecord) => void) | undefined;
   readonly #save: ((call: CallRecord) => boolean) | undefined;
+  /** Which calls carried each RESTful fullUrl (a REST read looks there), in step with what is kept. */
+  readonly resources = new ResourceIndex();
 
   constructor(
     readonly limits: JournalLimits,
@@ -108,6 +111,7 @@ export class Journal {
     const id = draft.id ?? this.#ids.next();
     const record = keptCall(draft, { id, workspace: this.#workspace }, this.#texts, this.#redaction);
     if (this.#save && !this.#save(record)) return;
+    this.resources.add(record, carried(draft));
     this.#keep(record);
     this.events.emit("call:recorded", record);
   }
@@ -123,8 +127,10 @@ export class Journal {
     this.#start = 0;
     this.#bytes = 0;
     this.#nextSeq = 1;
+    this.resources.clear();
     for (const { draft, seq } of calls) {
       const record = keptCall(draft, { id: draft.id, workspace: this.#workspace }, this.#texts, this.#redaction);
+      this.resources.add(record, carried(draft));
       // Cursors only grow (pages search them): a file's own order is theirs.
       this.#keep(record, Math.max(seq ?? 0, this.#nextSeq));
     }
@@ -146,7 +152,10 @@ export class Journal {
       this.#calls[this.#start] = undefined;
       this.#start++;
       this.#bytes -= dropped?.size ?? 0;
-      if (dropped) this.#dropped?.(dropped);
+      if (dropped) {
+        this.resources.remove(dropped);
+        this.#dropped?.(dropped);
+      }
     }
     // Compact now and then so dropped calls do not pin memory.
     if (this.#start > 1024 && this.#start * 2 > this.#calls.length) {
@@ -261,9 +270,14 @@ export class Journal {
     this.#seqs.length = 0;
     this.#start = 0;
     this.#bytes = 0;
+    this.resources.clear();
     this.events.emit("journal:cleared");
   }
 }
+
+/** The body whose fullUrls a REST read may follow: an inbound call's answer, an outbound call's push. */
+const carried = (draft: CallDraft): string | undefined =>
+  draft.direction === "inbound" ? draft.response?.body : draft.request.body;
 
 function matches(call: CallRecord, filter: Omit<PageQuery, "order" | "cursor" | "limit">): boolean {
   return (

@@ -29,9 +29,18 @@ function changeMessage(c: SandboxChange): string {
       return `${w} created (${counted(c.workspaces, "workspace")} held)`;
     case "workspace-deleted":
       return `${w} deleted with all it held (${counted(c.workspaces, "workspace")} held)`;
+    case "states-reset":
+      return `${counted(c.states, "scenario state")} of ${w} back in Started${which(c.scenario, c.key)}`;
     case "workspace-dropped":
       return `${w} dropped after ${idle(c.idleMs)} idle (--workspace-ttl) with all it held (${counted(c.workspaces, "workspace")} held)`;
   }
+}
+
+/** Which states a reset chose: " (scenario flow, key …)", or nothing for all. */
+function which(scenario: string | null, key: string | null): string {
+  const chosen = [scenario === null ? null : `scenario ${scenario}`, key === null ? null : `key ${key}`];
+  const said = chosen.filter((part) => part !== null);
+  return said.length === 0 ? "" : ` (${said.join(", ")})`;
 }
 
 /** "1 rule", "3 rules": the nouns here all take an s. */

@@ -74,6 +74,8 @@ export interface ScenarioState {
   scenario: string;
   key: string;
   state: string;
+  /** When a rule last moved it (ISO 8601); null in a state file written before it was kept. */
+  changedAt: string | null;
 }
 
 /**
@@ -94,8 +96,8 @@ export class Scenarios {
   #builtFor = -1;
   #counters = new WeakMap<CompiledRule, Counter>();
   #runtimeCount = 0;
-  /** Each scenario's state per key; a key absent is in the scenario's first state (Started). */
-  #states = new Map<string, Map<string, string>>();
+  /** Each scenario's state per key, and when it moved there; a key absent is in the scenario's first state (Started). */
+  #states = new Map<string, Map<string, { state: string; changedAt: string | null }>>();
 
   constructor(
     /** The shared scenario files, if any. */
@@ -108,6 +110,8 @@ export class Scenarios {
     private readonly sink: StateSink = NO_STATE,
     /** The workspace's seed (--seed): `probability` draws from it, so the same calls give the same outcome. */
     private readonly seed = "",
+    /** The sandbox's clock: when a state moved, for GET /__admin/scenarios/states and the dashboard. */
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /**
@@ -253,19 +257,20 @@ export class Scenarios {
   /** The scenario states a state file kept (after restore: they name scenarios, not rules, so all come back). */
   restoreStates(states: readonly ScenarioState[]): void {
     this.#states.clear();
-    for (const { scenario, key, state } of states) this.#moveState(scenario, key, state, false);
+    for (const { scenario, key, state, changedAt } of states)
+      this.#moveState(scenario, key, state, changedAt ?? null, false);
   }
 
   /** The state of `scenario` for `key`: Started until a rule moved it. */
   stateOf(scenario: string, key: string): string {
-    return this.#states.get(scenario)?.get(key) ?? STARTED;
+    return this.#states.get(scenario)?.get(key)?.state ?? STARTED;
   }
 
   /** Every scenario's state for every key a rule has moved, sorted by scenario then key. */
   states(): ScenarioState[] {
     const list: ScenarioState[] = [];
     for (const [scenario, keys] of this.#states) {
-      for (const [key, state] of keys) list.push({ scenario, key, state });
+      for (const [key, { state, changedAt }] of keys) list.push({ scenario, key, state, changedAt });
     }
     return list.sort((a, b) => a.scenario.localeCompare(b.scenario) || a.key.localeCompare(b.key));
   }
@@ -286,19 +291,19 @@ export class Scenarios {
     return removed;
   }
 
-  #moveState(scenario: string, key: string, state: string, save = true): void {
+  #moveState(scenario: string, key: string, state: string, changedAt: string | null, save = true): void {
     let keys = this.#states.get(scenario);
     if (!keys) {
       keys = new Map();
       this.#states.set(scenario, keys);
     }
-    keys.set(key, state);
+    keys.set(key, { state, changedAt });
+    // Asked when written: the state as it is then, however often it moved meanwhile.
     if (save && this.sink.active)
-      this.sink.put("states", stateRowKey(scenario, key), () => ({
-        scenario,
-        key,
-        state: this.stateOf(scenario, key),
-      }));
+      this.sink.put("states", stateRowKey(scenario, key), (): ScenarioState => {
+        const now = this.#states.get(scenario)?.get(key);
+        return { scenario, key, state: now?.state ?? STARTED, changedAt: now?.changedAt ?? null };
+      });
   }
 
   #counter(rule: CompiledRule): Counter {
@@ -365,7 +370,8 @@ export class Scenarios {
         }
       }
       counter.answered++;
-      if (state?.next !== undefined && key !== undefined) this.#moveState(state.scenario, key, state.next);
+      if (state?.next !== undefined && key !== undefined)
+        this.#moveState(state.scenario, key, state.next, this.now().toISOString());
       if (trace) trace.answered = rule;
       return { rule, response: rule.responses[turn] as CompiledResponse, hit: counter.answered };
     }

@@ -223,7 +223,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
   );
   const limits = stateLimitsOf(options);
   const pharmacies = new PharmacyRegistry(limits.pharmacies, sink);
-  const scenarios = new Scenarios(shared.folder, undefined, limits, sink, seed);
+  const scenarios = new Scenarios(shared.folder, undefined, limits, sink, seed, deps.now);
   const orders = new OrderWorkflow({
     seed,
     emiratesIdSystem: options.emiratesIdSystem,

@@ -126,6 +126,16 @@ describe("GET /__admin/events", () => {
       // Pushes to the refusing pharmacy may come in between.
       expect(["call", "order"]).toContain(frame?.event);
     }
+
+    // Scenario states put back in Started by hand (none were moved: 0).
+    expect((await admin(app, "DELETE", "/scenarios/states?scenario=flow")).status).toBe(200);
+    for (let frame = await nextEvent(stream); ; frame = await nextEvent(stream)) {
+      if (frame?.event === "scenario-states") {
+        expect(frame.data).toEqual({ reset: 0, scenario: "flow", key: null });
+        break;
+      }
+      expect(["call", "order"]).toContain(frame?.event);
+    }
     await stream.reader.cancel();
     rmSync(folder, { recursive: true });
   });
@@ -189,7 +199,13 @@ describe("LiveEvents: one stream per client", () => {
 
     for (const s of streams) await s.reader.cancel();
     expect(live.open).toBe(0);
-    for (const name of ["call:recorded", "journal:cleared", "order:updated", "scenarios:loaded"] as const)
+    for (const name of [
+      "call:recorded",
+      "journal:cleared",
+      "order:updated",
+      "scenarios:loaded",
+      "sandbox:changed",
+    ] as const)
       expect(events.listenerCount(name), name).toBe(0);
   });
 

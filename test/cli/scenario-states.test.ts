@@ -10,6 +10,8 @@ import { http, killStray, startCli } from "./cli-process.js";
 const EID = "urn:ae:emirates-id";
 const ALICE = "784-1980-1111111-3";
 const BOB = "784-1990-1234567-6";
+/** When a rule moved a state: an instant, ISO 8601 in UTC with milliseconds. */
+const INSTANT = expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -89,9 +91,12 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     const states = await http(`${url}/__admin/scenarios/states`);
     expect(states.status).toBe(200);
     expect(states.json.states).toEqual([
-      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "refused-once" },
-      { scenario: "allergy-flow", key: `${EID}|${BOB}`, state: "refused-once" },
+      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "refused-once", changedAt: INSTANT },
+      { scenario: "allergy-flow", key: `${EID}|${BOB}`, state: "refused-once", changedAt: INSTANT },
     ]);
+    // Alice's state last moved on the third call, Bob's on the fourth.
+    const [alice, bob] = states.json.states as Array<{ changedAt: string }>;
+    expect(Date.parse(alice?.changedAt as string)).toBeLessThanOrEqual(Date.parse(bob?.changedAt as string));
 
     // Why the last call of Alice met no rule: the scenario's state, said for each rule.
     const call = await http(`${url}/__admin/calls/${seen[4]?.callId}`);
@@ -123,6 +128,24 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     expect((await send(url, addAllergy(BOB))).rule).toBe("first-accepted");
   });
 
+  it("two test suites at once, one patient each: each key goes through the flow on its own", async () => {
+    const url = await sandbox(FLOW);
+    // Each suite's calls in order; the two suites' calls in flight together, as parallel CI jobs would send them.
+    const suite = async (patient: string) => {
+      const rules = [];
+      for (let i = 0; i < 3; i++) rules.push((await send(url, addAllergy(patient))).rule);
+      return rules;
+    };
+    const [alice, bob] = await Promise.all([suite(ALICE), suite(BOB)]);
+    expect(alice).toEqual(["first-accepted", "second-refused", null]);
+    expect(bob).toEqual(["first-accepted", "second-refused", null]);
+    const states = (await http(`${url}/__admin/scenarios/states`)).json.states as Array<{ key: string; state: string }>;
+    expect(states.map((s) => [s.key, s.state])).toEqual([
+      [`${EID}|${ALICE}`, "refused-once"],
+      [`${EID}|${BOB}`, "refused-once"],
+    ]);
+  });
+
   it("with --state-file, the states outlive a restart", async () => {
     const dir = mkdtempSync(join(tmpdir(), "scenario-states-file-"));
     dirs.push(dir);
@@ -130,12 +153,15 @@ describe("scenario states shared by rules, per patient (the real CLI)", { timeou
     const args = ["--scenarios", dir, "--no-watch", "--state-file", join(dir, "state.db")];
     const first = await startCli(args);
     expect((await send(first.url, addAllergy(ALICE))).rule).toBe("first-accepted");
+    const before = (await http(`${first.url}/__admin/scenarios/states`)).json.states;
+    expect(before).toEqual([
+      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "one-added", changedAt: INSTANT },
+    ]);
     first.child.process.kill("SIGTERM");
     await first.child.waitForExit();
     const again = await startCli(args);
-    expect((await http(`${again.url}/__admin/scenarios/states`)).json.states).toEqual([
-      { scenario: "allergy-flow", key: `${EID}|${ALICE}`, state: "one-added" },
-    ]);
+    // The state and when it moved, as before the restart.
+    expect((await http(`${again.url}/__admin/scenarios/states`)).json.states).toEqual(before);
     expect((await send(again.url, addAllergy(ALICE))).rule).toBe("second-refused");
     expect((await send(again.url, addAllergy(BOB))).rule).toBe("first-accepted");
   });

@@ -175,6 +175,33 @@ describe("changes made by hand are logged at info", () => {
     expect(said).toEqual(expected.map((text) => expect.stringMatching(new RegExp(`^${TIME} INFO ${text}$`))));
   });
 
+  it("scenario states put back in Started by hand: how many, of which scenario and key", async () => {
+    const { sandbox, log, out } = start({ format: "json" });
+    const flow =
+      "rules:\n  - when: { operation: add-allergy }\n    scenario: flow\n    newState: moved\n    respond: { builtIn: true }\n";
+    expect((await admin(sandbox.app, "POST", "/scenarios", { body: flow, headers: YAML })).status).toBe(201);
+    expect((await post(sandbox.app, allergy())).status).toBe(200);
+    expect((await admin(sandbox.app, "DELETE", "/scenarios/states?scenario=flow&key=nobody")).status).toBe(200);
+    expect((await admin(sandbox.app, "DELETE", "/scenarios/states")).status).toBe(200);
+    log.flush();
+    expect(out.events().filter((e) => e.event === "states-reset")).toEqual([
+      expect.objectContaining({
+        level: "info",
+        workspace: "default",
+        states: 0,
+        scenario: "flow",
+        key: "nobody",
+        msg: "0 scenario states of workspace default back in Started (scenario flow, key nobody)",
+      }),
+      expect.objectContaining({
+        states: 1,
+        scenario: null,
+        key: null,
+        msg: "1 scenario state of workspace default back in Started",
+      }),
+    ]);
+  });
+
   it("a reload because a file changed says so", async () => {
     const dir = folder();
     const { out } = start({ format: "json" }, { scenarios: dir, watch: true });

@@ -1,7 +1,7 @@
 import type { Child } from "hono/jsx";
-import { useState } from "hono/jsx/dom";
-import { ApiError, apiFetch } from "../api.js";
-import { Badge, DataTable, ErrorNote, Facts, Loading, Time } from "../components/common.js";
+import { useEffect, useRef, useState } from "hono/jsx/dom";
+import { ApiError, api, apiFetch } from "../api.js";
+import { Badge, DataTable, ErrorNote, Facts, Loading, Problem, Time } from "../components/common.js";
 import { useLive } from "../live.js";
 import { useData } from "../use-data.js";
 
@@ -23,7 +23,14 @@ interface ScenariosView {
     when: RuleWhen;
     answers: Answer[];
     afterSequence: "repeat-last" | "fall-through" | null;
+    /** Only on a rule that names a scenario. */
+    scenario?: { name: string; requiredState: string | null; newState: string | null; stateKey: string };
   }>;
+}
+
+/** GET /__admin/scenarios/states: each scenario's state per key a rule has moved (the rest are in Started). */
+interface StatesView {
+  states: Array<{ scenario: string; key: string; state: string; changedAt: string | null }>;
 }
 
 type HeaderCondition = string | { matches: string } | { absent: true };
@@ -146,13 +153,189 @@ function Answers({ rule }: { rule: ScenariosView["rules"][number] }) {
   );
 }
 
-/** The loaded scenario files and rules with their hit counts; reload, and what a failed reload said. */
+/**
+ * A button for an action that cannot be undone: the first press asks, in place, with the choice to go on or not
+ * (focus moves to the question's first button, and back when it is dismissed).
+ */
+function ConfirmButton({
+  label,
+  question,
+  confirm,
+  onConfirm,
+}: {
+  label: string;
+  question: string;
+  confirm: string;
+  onConfirm: () => void;
+}) {
+  const [asking, setAsking] = useState(false);
+  const yes = useRef<HTMLButtonElement>(null);
+  const start = useRef<HTMLButtonElement>(null);
+  const asked = useRef(false);
+  useEffect(() => {
+    if (asking) yes.current?.focus();
+    else if (asked.current) start.current?.focus();
+    asked.current = asking;
+  }, [asking]);
+  if (!asking)
+    return (
+      <button type="button" ref={start} onClick={() => setAsking(true)}>
+        {label}
+      </button>
+    );
+  return (
+    <fieldset class="confirm">
+      <legend>{question}</legend>
+      <button
+        type="button"
+        ref={yes}
+        onClick={() => {
+          setAsking(false);
+          onConfirm();
+        }}
+      >
+        {confirm}
+      </button>{" "}
+      <button type="button" onClick={() => setAsking(false)}>
+        Cancel
+      </button>
+    </fieldset>
+  );
+}
+
+/** One scenario's rules in words: `first-accepted: Started → one-added`. */
+const transition = (r: { name: string; scenario?: { requiredState: string | null; newState: string | null } }) =>
+  `${r.name}: ${r.scenario?.requiredState ?? "any state"} → ${r.scenario?.newState ?? "stays"}`;
+
+/**
+ * Each scenario the rules name (or a state is kept for), its rules' transitions and its state per key, with a
+ * reset for one key, one scenario and all (DELETE /__admin/scenarios/states).
+ */
+function ScenarioStates({
+  rules,
+  states,
+  onReset,
+}: {
+  rules: ScenariosView["rules"];
+  states: StatesView["states"];
+  onReset: () => void;
+}) {
+  const [said, setSaid] = useState("");
+  const [problem, setProblem] = useState("");
+  const names = [
+    ...new Set([...rules.flatMap((r) => (r.scenario ? [r.scenario.name] : [])), ...states.map((s) => s.scenario)]),
+  ];
+  const reset = async (filter: { scenario?: string; key?: string }, what: string) => {
+    setSaid("");
+    setProblem("");
+    try {
+      const query = new URLSearchParams(filter).toString();
+      const done = await api<{ reset: number }>(`scenarios/states${query ? `?${query}` : ""}`, { method: "DELETE" });
+      setSaid(`${what}: ${done.reset} state${done.reset === 1 ? "" : "s"} back in Started.`);
+    } catch (e) {
+      setProblem((e as Error).message);
+    }
+    onReset();
+  };
+  return (
+    <section aria-labelledby="states">
+      <h2 id="states">Scenario states</h2>
+      {names.length === 0 ? (
+        <p>
+          No rule names a <code>scenario</code>.
+        </p>
+      ) : (
+        <>
+          <p>
+            Each scenario's state per key (a patient, the workspace, or what its <code>stateKey</code> FHIRPath gives).
+            A key not listed is in <code>Started</code>.
+          </p>
+          <div class="state-actions">
+            {states.length > 0 ? (
+              <ConfirmButton
+                label="Reset all scenario states"
+                question={`Put every scenario back in Started, for all ${states.length} key${states.length === 1 ? "" : "s"}?`}
+                confirm="Reset all"
+                onConfirm={() => reset({}, "All scenarios")}
+              />
+            ) : null}{" "}
+            <span role="status">{said}</span>
+          </div>
+          <Problem message={problem} />
+        </>
+      )}
+      {names.map((name, i) => {
+        const own = states.filter((s) => s.scenario === name);
+        const ruled = rules.filter((r) => r.scenario?.name === name);
+        return (
+          <section aria-labelledby={`scenario-${i}`}>
+            <h3 id={`scenario-${i}`}>
+              Scenario <code>{name}</code>
+            </h3>
+            <p>
+              {ruled.length === 0
+                ? "No rule names it any more; its states remain until reset."
+                : `Kept per ${ruled[0]?.scenario?.stateKey}. ${ruled.map(transition).join("; ")}.`}
+            </p>
+            {own.length === 0 ? (
+              <p>Every key is in Started: no rule has moved it yet.</p>
+            ) : (
+              <>
+                <DataTable
+                  caption={<>States of scenario {name}, per key</>}
+                  hiddenCaption
+                  columns={["Key", "State", "Last change", "Reset"]}
+                >
+                  {own.map((s) => (
+                    <tr>
+                      <th scope="row">
+                        <code>{s.key}</code>
+                      </th>
+                      <td>
+                        <Badge tone="info">{s.state}</Badge>
+                      </td>
+                      <td>
+                        <Time at={s.changedAt} />
+                      </td>
+                      <td>
+                        <button
+                          type="button"
+                          aria-label={`Reset ${name} for ${s.key}`}
+                          onClick={() => reset({ scenario: name, key: s.key }, `${name} for ${s.key}`)}
+                        >
+                          Reset
+                        </button>
+                      </td>
+                    </tr>
+                  ))}
+                </DataTable>
+                <ConfirmButton
+                  label={`Reset ${name}`}
+                  question={`Put ${name} back in Started for all ${own.length} key${own.length === 1 ? "" : "s"}?`}
+                  confirm={`Reset ${name}`}
+                  onConfirm={() => reset({ scenario: name }, name)}
+                />
+              </>
+            )}
+          </section>
+        );
+      })}
+    </section>
+  );
+}
+
+/** The loaded scenario files and rules with their hit counts and scenario states; reload, and what a failed reload said. */
 export function ScenariosPage() {
   const view = useData<ScenariosView>("scenarios");
+  const states = useData<StatesView>("scenarios/states");
   const [said, setSaid] = useState("");
   useLive(({ event }) => {
-    // Hit counts move with calls; reloads come as their own event.
-    if (event === "ready" || event === "scenarios" || event === "call") view.reload();
+    // Hit counts and states move with calls; reloads, resets by hand (states, the whole workspace) as their own events.
+    if (event === "scenario-states" || event === "calls-cleared") states.reload();
+    if (event === "ready" || event === "scenarios" || event === "call") {
+      view.reload();
+      states.reload();
+    }
   });
   const reload = async () => {
     setSaid("");
@@ -167,7 +350,8 @@ export function ScenariosPage() {
     view.reload();
   };
   if (view.error) return <ErrorNote error={view.error} />;
-  if (!view.data) return <Loading />;
+  if (states.error) return <ErrorNote error={states.error} />;
+  if (!view.data || !states.data) return <Loading />;
   const v = view.data;
   return (
     <>
@@ -211,6 +395,7 @@ export function ScenariosPage() {
           ))}
         </ul>
       </section>
+      <ScenarioStates rules={v.rules} states={states.data.states} onReset={states.reload} />
       <section aria-labelledby="rules">
         <h2 id="rules">Rules, in the order they are tried</h2>
         <DataTable

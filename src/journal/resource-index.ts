@@ -1,0 +1,106 @@
+import type { CallRecord } from "./call-record.js";
+
+/**
+ * The value of each `fullUrl` member in a body, as written: the message Bundle itself, or one carried as the JSON
+ * string of the `{"content": …}` envelope (its quotes escaped). A value with an escape in it is cut there: ids and
+ * type names have none, so the URL of a resource is never cut.
+ */
+const FULL_URL = /fullUrl\\?"\s*:\s*\\?"([^"\\]*)/g;
+
+/** A RESTful fullUrl's last two segments, `…/{type}/{id}`, as the read routes accept them (R4 id: 1–64 characters). */
+const REST_TAIL = /\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
+
+/**
+ * `type/id` as a 30-bit number (FNV-1a, kept small enough to be stored unboxed). Two resources may share one: a
+ * lookup checks each call's entries anyway, so a shared number costs a body parsed, never a wrong answer; and the
+ * index keeps no string (a capture is a slice of the body, which would keep the whole body alive unpacked).
+ */
+function keyOf(type: string, id: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < type.length; i++) hash = Math.imul(hash ^ type.charCodeAt(i), 0x01000193);
+  hash = Math.imul(hash ^ 0x2f, 0x01000193);
+  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
+  return hash & 0x3fffffff;
+}
+
+/** The calls under one key, oldest first: most resources are carried by one call, kept without an array. */
+type Carriers = CallRecord | CallRecord[];
+
+/**
+ * Which of a journal's calls carried a resource under a RESTful fullUrl (`…/{type}/{id}`): a read of a resource the
+ * workspace no longer holds (an OperationOutcome it sent, a resource it echoed, an order's once the order is gone)
+ * parses only the bodies of those calls, newest first, and a read of an id no call carried parses none. Kept in step
+ * with the journal: a call is added as it is kept (recorded, or restored from a state file), removed as the journal's
+ * limits drop it, all of them when it is cleared; so it holds no more than the journal does.
+ *
+ * What it costs: a scan of each answer (a push: its request) for `fullUrl` as the call is kept; per resource named, a
+ * map entry (its key and its call) and the key again in the call's list, to take it out when the call goes.
+ *
+ * @example
+ *   index.add(call, call.response.body); // as the journal keeps an inbound call
+ *   [...index.calls("OperationOutcome", "3f2…")]; // the calls that carried it, newest first
+ */
+export class ResourceIndex {
+  readonly #carriers = new Map<number, Carriers>();
+  /** The keys each indexed call is under. */
+  readonly #keysOf = new Map<CallRecord, number | number[]>();
+
+  /** Indexes the RESTful fullUrls of `body`, the text of the call's answer (an inbound call) or push (an outbound one). */
+  add(call: CallRecord, body: string | undefined): void {
+    if (!body?.includes("fullUrl")) return;
+    const keys: number[] = [];
+    for (const match of body.matchAll(FULL_URL)) {
+      const tail = REST_TAIL.exec(match[1] as string);
+      if (!tail) continue;
+      const key = keyOf(tail[1] as string, tail[2] as string);
+      const carriers = this.#carriers.get(key);
+      if (carriers === undefined) this.#carriers.set(key, call);
+      // A body that names a resource twice is one call under its key (the call being added is the newest: last).
+      else if (carriers === call || (Array.isArray(carriers) && carriers.at(-1) === call)) continue;
+      else if (Array.isArray(carriers)) carriers.push(call);
+      else this.#carriers.set(key, [carriers, call]);
+      keys.push(key);
+    }
+    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys.slice());
+  }
+
+  /** Forgets a call the journal dropped: its oldest, so first under each of its keys. */
+  remove(call: CallRecord): void {
+    const keys = this.#keysOf.get(call);
+    if (keys === undefined) return;
+    this.#keysOf.delete(call);
+    for (const key of typeof keys === "number" ? [keys] : keys) {
+      const carriers = this.#carriers.get(key);
+      if (carriers === call) this.#carriers.delete(key);
+      else if (Array.isArray(carriers)) {
+        const at = carriers[0] === call ? 0 : carriers.indexOf(call);
+        if (at >= 0) carriers.splice(at, 1);
+        if (carriers.length === 1) this.#carriers.set(key, carriers[0] as CallRecord);
+      }
+    }
+  }
+
+  clear(): void {
+    this.#carriers.clear();
+    this.#keysOf.clear();
+  }
+
+  /**
+   * The calls whose answer or push carried `type/id` under a RESTful fullUrl, newest first (none: nothing walked);
+   * rarely one that carried another resource of the same key, which the caller's check of the entries passes over.
+   */
+  *calls(type: string, id: string): Generator<CallRecord> {
+    const carriers = this.#carriers.get(keyOf(type, id));
+    if (carriers === undefined) return;
+    if (!Array.isArray(carriers)) {
+      yield carriers;
+      return;
+    }
+    for (let i = carriers.length - 1; i >= 0; i--) yield carriers[i] as CallRecord;
+  }
+
+  /** How many keys (about one per `type/id`) and how many calls are indexed. */
+  get size(): { resources: number; calls: number } {
+    return { resources: this.#carriers.size, calls: this.#keysOf.size };
+  }
+}
