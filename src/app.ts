@@ -34,6 +34,7 @@ import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { pushAllowProblems } from "./push/push-allow.js";
+import { ResponseDeliveries } from "./push/response-delivery.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
@@ -429,7 +430,7 @@ export function createApp(
     }),
   );
   auth?.mount(app);
-  mountMessageRoutes(app, catalogue.paths, options, deps.fetch);
+  mountMessageRoutes(app, catalogue.paths, options, deps.fetch, new ResponseDeliveries(dispatcher, logger));
   mountCapabilityRoutes(app, {
     basePath: options.basePath,
     catalogue,

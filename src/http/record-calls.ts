@@ -122,6 +122,7 @@ export function callDraft(
     rule: call.rule,
     ...(call.duplicate ? { duplicate: true } : {}),
     ...(call.upstream ? { upstream: call.upstream } : {}),
+    ...(call.asyncAnswer ? { asyncAnswer: call.asyncAnswer } : {}),
     ...(call.trace ? { trace: call.trace } : {}),
     ...(call.responseCode !== undefined ? { responseCode: call.responseCode } : {}),
     ...(fault ? { fault, ...(silent ? { error: `scripted fault: ${fault}` } : {}) } : {}),
