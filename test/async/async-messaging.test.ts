@@ -60,14 +60,11 @@ const addAllergy = (options: { id?: string; source?: string } = {}) =>
     { id: options.id ?? "msg-1", ...(options.source ? { source: options.source } : {}) },
   );
 
-const viewProfile = (id: string) =>
-  messageBundle(
-    "view-patient-profile",
-    [{ resourceType: "Patient", identifier: [{ system: EID, value: PATIENT }] } as Patient],
-    {
-      id,
-    },
-  );
+/** A message of an operation that reads a patient's data (view-patient-profile, get-pending-tasks). */
+const readPatient = (operation: string, id: string) =>
+  messageBundle(operation, [{ resourceType: "Patient", identifier: [{ system: EID, value: PATIENT }] } as Patient], {
+    id,
+  });
 
 const asyncPath = (responseUrl?: string) =>
   `${STANDARD}?async=true${responseUrl ? `&response-url=${encodeURIComponent(responseUrl)}` : ""}`;
@@ -254,8 +251,7 @@ describe("refusals: a clear 400, the message not processed", () => {
   it("refuses async=true on an operation that only reads, and counts nothing of it", async () => {
     const s = sandbox();
     for (const operation of ["view-patient-profile", "get-pending-tasks"]) {
-      const bundle = viewProfile(`read-${operation}`);
-      (bundle.entry?.[0]?.resource as { eventCoding: { code: string } }).eventCoding.code = operation;
+      const bundle = readPatient(operation, `read-${operation}`);
       const reply = await post(s.app, bundle, { path: asyncPath("http://127.0.0.1:1/a") });
       expect(reply.status, operation).toBe(400);
       expect(reply.body.issue[0].code).toBe("not-supported");
