@@ -168,6 +168,17 @@ describe("$process-message?async=true", () => {
     ]);
   });
 
+  it("answers an exact resend again: 202, and the original response message sent again", async () => {
+    const inbox = await receiver();
+    const s = sandbox();
+    await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const first = await inbox.next();
+    const again = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    expectAccepted(again, inbox.url);
+    expect(again.headers.get("x-sandbox-duplicate")).toBe("true");
+    expect((await inbox.next()).body).toBe(first.body);
+  });
+
   it("wraps the answer in the envelope under --response-envelope, as the synchronous answer is", async () => {
     const inbox = await receiver();
     const s = sandbox({ responseEnvelope: true });
