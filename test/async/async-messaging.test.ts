@@ -171,9 +171,10 @@ describe("$process-message?async=true", () => {
   it("answers an exact resend again: 202, and the original response message sent again", async () => {
     const inbox = await receiver();
     const s = sandbox();
-    await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const message = addAllergy();
+    await post(s.app, message, { path: asyncPath(inbox.url) });
     const first = await inbox.next();
-    const again = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const again = await post(s.app, message, { path: asyncPath(inbox.url) });
     expectAccepted(again, inbox.url);
     expect(again.headers.get("x-sandbox-duplicate")).toBe("true");
     expect((await inbox.next()).body).toBe(first.body);
