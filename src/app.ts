@@ -263,6 +263,7 @@ export function createApp(
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );
+  const deliveries = new ResponseDeliveries(dispatcher, logger, deps.now);
   const redaction = new Redaction(options.redactHeaders);
   const refused = new RefusedLog(REFUSED_LOG_LIMITS, events, redaction);
   const shared: WorkspaceShared = {
@@ -272,6 +273,7 @@ export function createApp(
     catalogue,
     folder,
     dispatcher,
+    deliveries,
     callIds,
     redaction,
     events,
@@ -430,7 +432,7 @@ export function createApp(
     }),
   );
   auth?.mount(app);
-  mountMessageRoutes(app, catalogue.paths, options, deps.fetch, new ResponseDeliveries(dispatcher, logger));
+  mountMessageRoutes(app, catalogue.paths, options, deps.fetch, deliveries);
   mountCapabilityRoutes(app, {
     basePath: options.basePath,
     catalogue,

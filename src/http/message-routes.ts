@@ -89,16 +89,20 @@ export function mountMessageRoutes(
         call.responseCode = null;
         call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
         if (!answer.asyncLeg?.drop) {
-          deliveries.send({
-            target: plan.target,
-            body: later.text,
-            contentType: later.contentType,
-            operation: answer.operation ?? "",
-            messageId: answer.messageId ?? "",
-            respondsTo: call.id,
-            events: c.get("workspace").events,
-            delayMs: answer.asyncLeg?.delayMs ?? 0,
-          });
+          const workspace = c.get("workspace");
+          deliveries.send(
+            {
+              target: plan.target,
+              body: later.text,
+              contentType: later.contentType,
+              operation: answer.operation ?? "",
+              messageId: answer.messageId ?? "",
+              respondsTo: call.id,
+              events: workspace.events,
+              delayMs: answer.asyncLeg?.delayMs ?? 0,
+            },
+            workspace.keepAnswer,
+          );
         }
         const accepted = jsonText(operationOutcome([acceptedIssue(plan.target, answer.messageId)]));
         return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);

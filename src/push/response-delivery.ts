@@ -21,6 +21,15 @@ export interface ResponseDelivery {
   delayMs: number;
 }
 
+/** An answer not yet delivered as the state file keeps it: sent again after a restart, when it is due. */
+export interface SavedDelivery extends Omit<ResponseDelivery, "events" | "delayMs"> {
+  /** When the first attempt was (or is) due: ISO 8601. */
+  dueAt: string;
+}
+
+/** Keeps an answer until it is delivered (or given up): `done` forgets it. */
+export type KeepAnswer = (saved: SavedDelivery) => { done(): void };
+
 /**
  * Sends asynchronous answers through the push dispatcher, so that they have the pushes' retries, timeouts,
  * allow-list (and, under --auth oauth2, the address check) and journal. `send` returns at once; the answer goes after
@@ -30,6 +39,7 @@ export class ResponseDeliveries {
   constructor(
     private readonly dispatcher: PushDispatcher,
     private readonly logger: SandboxLogger,
+    private readonly now: () => Date = () => new Date(),
   ) {}
 
   /**
@@ -52,8 +62,13 @@ export class ResponseDeliveries {
     return this.dispatcher.refusal(target);
   }
 
-  /** Sends the answer after its delay; how it went is in the journal (each attempt) and the log (a failure). */
-  send(answer: ResponseDelivery): void {
+  /**
+   * Sends the answer after its delay; how it went is in the journal (each attempt) and the log (a failure). `keep`
+   * holds it meanwhile (the state file, so that a restart sends it), until its delivery ends.
+   */
+  send(answer: ResponseDelivery, keep?: KeepAnswer): void {
+    const { events: _events, delayMs, ...rest } = answer;
+    const kept = keep?.({ ...rest, dueAt: new Date(this.now().getTime() + Math.max(0, delayMs)).toISOString() });
     const go = () => {
       this.dispatcher
         .deliver({
@@ -66,7 +81,10 @@ export class ResponseDeliveries {
           events: answer.events,
           respondsTo: answer.respondsTo,
         })
-        .then((result) => this.#failed(answer, result));
+        .then((result) => {
+          kept?.done();
+          this.#failed(answer, result);
+        });
     };
     if (answer.delayMs <= 0) {
       setImmediate(go);

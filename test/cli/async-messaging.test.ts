@@ -205,4 +205,36 @@ describe("async=true through the CLI", { timeout: 60_000 }, () => {
     const [slowCall] = await legs(url, "slow", 1);
     expect(slowCall?.asyncAnswer).toEqual({ to: inbox.url, delayMs: 400 });
   });
+
+  it("--state-file: an answer not yet sent when the sandbox is killed is sent after the restart", async () => {
+    const inbox = await receiver();
+    const dir = folder({
+      "async.yaml": [
+        "rules:",
+        "  - name: slow-answer",
+        "    when: { operation: add-allergy }",
+        "    respond: { builtIn: true, async: { delay: 2s } }",
+        "",
+      ].join("\n"),
+    });
+    const args = ["--no-watch", "--scenarios", dir, "--state-file", join(dir, "sandbox.db")];
+    const first = await startCli(args);
+    const reply = await send(first.url, asyncTo(inbox.url), addAllergy("kept-answer"));
+    expect(reply.status).toBe(202);
+    const inboundId = reply.headers.get("x-sandbox-call-id");
+    // A crash during the delay: the answer was not sent.
+    first.child.process.kill("SIGKILL");
+    await first.child.exited;
+    expect(inbox.received).toHaveLength(0);
+
+    const second = await startCli(args);
+    const got = await inbox.next();
+    expect(responseHeader(JSON.parse(got.body)).response?.identifier).toBe("kept-answer");
+    const calls = await legs(second.url, "kept-answer", 2);
+    expect(calls.map((c) => [c.direction, c.respondsTo ?? null])).toEqual([
+      ["inbound", null],
+      ["outbound", inboundId],
+    ]);
+    expect(inbox.received).toHaveLength(1);
+  });
 });
