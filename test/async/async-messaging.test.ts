@@ -312,6 +312,11 @@ describe("scenario rules script the asynchronous leg", () => {
     expect(performance.now() - sent).toBeGreaterThanOrEqual(295);
     const [inbound] = await listCalls(s.app, "direction=inbound");
     expect(inbound.asyncAnswer).toEqual({ to: inbox.url, delayMs: 300 });
+    const rules = (await admin(s.app, "GET", "/scenarios")).body.rules as Array<{ name: string; answers: unknown[] }>;
+    expect(rules.find((r) => r.name === "slow-answer")?.answers[0]).toMatchObject({
+      kind: "built-in",
+      async: { delay: "300ms", drop: false },
+    });
   });
 
   it("async.drop: accepted, never answered; the journal says so", async () => {

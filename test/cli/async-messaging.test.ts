@@ -5,7 +5,7 @@ import type { AllergyIntolerance, Bundle, OperationOutcome, Patient } from "fhir
 import { afterEach, describe, expect, it } from "vitest";
 import { envelope, example, messageBundle, responseHeader, STANDARD } from "../support/messages.js";
 import { type Answer, startReceiver } from "../support/receiver.js";
-import { http, killStray, startCli } from "./cli-process.js";
+import { http, killStray, runToExit, startCli } from "./cli-process.js";
 
 // Asynchronous messaging through the real CLI (its node:http server and the Hono route behind it), with a
 // receiver on 127.0.0.1 that the test waits on: R4 $process-message with async=true and response-url.
@@ -236,5 +236,19 @@ describe("async=true through the CLI", { timeout: 60_000 }, () => {
       ["outbound", inboundId],
     ]);
     expect(inbox.received).toHaveLength(1);
+  });
+
+  it("validate checks a rule's async: a valid one passes, a misspelt one is an error at its line", async () => {
+    const dir = folder({
+      "good.yaml": "rules:\n  - respond: { builtIn: true, async: { delay: { min: 1s, max: 3s } } }\n",
+      "bad.yaml": "rules:\n  - respond:\n      builtIn: true\n      async: { delay: 2 seconds, drop: false }\n",
+    });
+    const good = await runToExit(["validate", join(dir, "good.yaml")]);
+    expect(good.code, good.stderr).toBe(0);
+    const bad = await runToExit(["validate", join(dir, "bad.yaml")]);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain("bad.yaml:4:");
+    expect(bad.stderr).toContain('did you mean "2s"');
+    expect(bad.stderr).toMatch(/drop/);
   });
 });
