@@ -515,6 +515,7 @@ export function createApp(
     endStreams: () => live.close(),
     close: () => {
       live.close();
+      deliveries.stop();
       stopWatching();
       stopWatchingClients();
       clearInterval(sweeper);

@@ -33,9 +33,13 @@ export type KeepAnswer = (saved: SavedDelivery) => { done(): void };
 /**
  * Sends asynchronous answers through the push dispatcher, so that they have the pushes' retries, timeouts,
  * allow-list (and, under --auth oauth2, the address check) and journal. `send` returns at once; the answer goes after
- * its delay. A delay's timer does not keep the process alive: a sandbox that stops drops the answers still waiting.
+ * its delay. A delay's timer does not keep the process alive, and `stop` clears them: a sandbox that stops sends
+ * no answer still waiting (a state file keeps them for the next start).
  */
 export class ResponseDeliveries {
+  readonly #waiting = new Set<ReturnType<typeof setTimeout>>();
+  #stopped = false;
+
   constructor(
     private readonly dispatcher: PushDispatcher,
     private readonly logger: SandboxLogger,
@@ -68,6 +72,7 @@ export class ResponseDeliveries {
    */
   send(answer: ResponseDelivery, keep?: KeepAnswer): void {
     const { events: _events, delayMs, ...rest } = answer;
+    if (this.#stopped) return;
     const kept = keep?.({ ...rest, dueAt: new Date(this.now().getTime() + Math.max(0, delayMs)).toISOString() });
     const go = () => {
       this.dispatcher
@@ -86,11 +91,22 @@ export class ResponseDeliveries {
           this.#failed(answer, result);
         });
     };
-    if (answer.delayMs <= 0) {
-      setImmediate(go);
-      return;
-    }
-    setTimeout(go, answer.delayMs).unref();
+    const timer = setTimeout(
+      () => {
+        this.#waiting.delete(timer);
+        go();
+      },
+      Math.max(0, answer.delayMs),
+    );
+    timer.unref();
+    this.#waiting.add(timer);
+  }
+
+  /** The sandbox stops: answers still waiting for their delay are not sent (attempts under way end on their own). */
+  stop(): void {
+    this.#stopped = true;
+    for (const timer of this.#waiting) clearTimeout(timer);
+    this.#waiting.clear();
   }
 
   #failed(answer: ResponseDelivery, result: PushResult): void {
