@@ -29,6 +29,12 @@ export interface AsyncLeg {
 /** The longest a dribble may last: as long as the `timeout` fault holds a connection (TIMEOUT_FAULT_CAP_MS). */
 export const MAX_DRIBBLE_MS = 5 * 60_000;
 
+/**
+ * The longest a rule may hold an asynchronous answer back (`async.delay`): each waiting answer holds its response
+ * message in memory, so a shared sandbox's tenants cannot pile them up for hours.
+ */
+export const MAX_ASYNC_DELAY_MS = 5 * 60_000;
+
 /** A rule ready for matching. */
 export interface CompiledRule {
   /** Stable within a load: file and position, e.g. scenarios/magic.yaml#3. */
@@ -122,10 +128,10 @@ function compileResponse(
   locate: Locate,
   problems: YamlProblem[],
 ) {
-  const delayMs = compileDelay(spec.delay, [...at, "delay"], locate, problems);
+  const delayMs = compileDelay(spec.delay, [...at, "delay"], locate, problems).draw;
   const asyncSpec = spec.async;
   const asyncDelayMs = asyncSpec
-    ? compileDelay(asyncSpec.delay, [...at, "async", "delay"], locate, problems)
+    ? compileDelay(asyncSpec.delay, [...at, "async", "delay"], locate, problems, MAX_ASYNC_DELAY_MS).draw
     : undefined;
   let dribble: Dribble | undefined;
   if (spec.dribble) {
@@ -160,7 +166,8 @@ function compileDelay(
   at: ReadonlyArray<string | number>,
   locate: Locate,
   problems: YamlProblem[],
-): (random: () => number) => number {
+  most?: number,
+): { draw: (random: () => number) => number } {
   let min = 0;
   let max = 0;
   if (delay !== undefined) {
@@ -172,7 +179,10 @@ function compileDelay(
       min = max = durationMs(delay);
     }
   }
-  return (random) => (max === min ? min : Math.round(min + random() * (max - min)));
+  if (most !== undefined && max > most) {
+    problems.push(locate(at, `${at.slice(-2).join(".")} must be at most ${most / 60_000}m`));
+  }
+  return { draw: (random) => (max === min ? min : Math.round(min + random() * (max - min))) };
 }
 
 /**

@@ -21,7 +21,7 @@ const asyncLegSchema = z
     delay: delaySchema
       .optional()
       .describe(
-        "wait this long after the 202 before the response message is sent: a duration, or {min, max} for a random one in between",
+        "wait this long after the 202 before the response message is sent (at most 5m): a duration, or {min, max} for a random one in between",
       ),
     drop: z
       .literal(true)

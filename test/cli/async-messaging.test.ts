@@ -242,6 +242,7 @@ describe("async=true through the CLI", { timeout: 60_000 }, () => {
     const dir = folder({
       "good.yaml": "rules:\n  - respond: { builtIn: true, async: { delay: { min: 1s, max: 3s } } }\n",
       "bad.yaml": "rules:\n  - respond:\n      builtIn: true\n      async: { delay: 2 seconds, drop: false }\n",
+      "long.yaml": "rules:\n  - respond:\n      builtIn: true\n      async: { delay: { min: 1s, max: 10m } }\n",
     });
     const good = await runToExit(["validate", join(dir, "good.yaml")]);
     expect(good.code, good.stderr).toBe(0);
@@ -250,5 +251,9 @@ describe("async=true through the CLI", { timeout: 60_000 }, () => {
     expect(bad.stderr).toContain("bad.yaml:4:");
     expect(bad.stderr).toContain('did you mean "2s"');
     expect(bad.stderr).toMatch(/drop/);
+    const long = await runToExit(["validate", join(dir, "long.yaml")]);
+    expect(long.code).toBe(1);
+    expect(long.stderr).toContain("long.yaml:4:");
+    expect(long.stderr).toContain("async.delay must be at most 5m");
   });
 });
