@@ -100,6 +100,7 @@ export function mountMessageRoutes(
               respondsTo: call.id,
               events: workspace.events,
               delayMs: answer.asyncLeg?.delayMs ?? 0,
+              withdrawn: () => call.asyncAnswer === undefined,
             },
             workspace.keepAnswer,
           );

@@ -173,6 +173,8 @@ export function unsavedCall(call: CallState): boolean {
   call.responseCode = null;
   // The texts the duplicate memory kept went with the workspace's step back to the file.
   call.kept = undefined;
+  // Not accepted after all: its asynchronous answer is not sent (ResponseDelivery.withdrawn).
+  call.asyncAnswer = undefined;
   if (unanswered(call.fault)) return false;
   call.fault = null;
   return true;

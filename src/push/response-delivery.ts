@@ -19,10 +19,12 @@ export interface ResponseDelivery {
   events: SandboxEvents;
   /** Wait this long before the first attempt (a rule's `async.delay`). */
   delayMs: number;
+  /** True when the message was not accepted after all (its changes could not be saved: answered 503, not 202). */
+  withdrawn?: () => boolean;
 }
 
 /** An answer not yet delivered as the state file keeps it: sent again after a restart, when it is due. */
-export interface SavedDelivery extends Omit<ResponseDelivery, "events" | "delayMs"> {
+export interface SavedDelivery extends Omit<ResponseDelivery, "events" | "delayMs" | "withdrawn"> {
   /** When the first attempt was (or is) due: ISO 8601. */
   dueAt: string;
 }
@@ -71,10 +73,14 @@ export class ResponseDeliveries {
    * holds it meanwhile (the state file, so that a restart sends it), until its delivery ends.
    */
   send(answer: ResponseDelivery, keep?: KeepAnswer): void {
-    const { events: _events, delayMs, ...rest } = answer;
+    const { events: _events, delayMs, withdrawn, ...rest } = answer;
     if (this.#stopped) return;
     const kept = keep?.({ ...rest, dueAt: new Date(this.now().getTime() + Math.max(0, delayMs)).toISOString() });
     const go = () => {
+      if (withdrawn?.()) {
+        kept?.done();
+        return;
+      }
       this.dispatcher
         .deliver({
           target: answer.target,
