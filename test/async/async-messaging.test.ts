@@ -140,6 +140,8 @@ describe("$process-message?async=true", () => {
       target: inbox.url,
       attempt: 1,
     });
+    const detail = await admin(s.app, "GET", `/calls/${(outbound as { id: string }).id}`);
+    expect(detail.body.explanation.summary).toContain(`The asynchronous answer to call ${inboundId}`);
     const summary = await listCalls(s.app, "view=summary&order=asc");
     expect(summary[1]).toMatchObject({ direction: "outbound", respondsTo: inboundId });
 
