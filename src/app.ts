@@ -34,6 +34,7 @@ import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { pushAllowProblems } from "./push/push-allow.js";
+import { ResponseDeliveries } from "./push/response-delivery.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
@@ -262,6 +263,7 @@ export function createApp(
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );
+  const deliveries = new ResponseDeliveries(dispatcher, logger, deps.now);
   const redaction = new Redaction(options.redactHeaders);
   const refused = new RefusedLog(REFUSED_LOG_LIMITS, events, redaction);
   const shared: WorkspaceShared = {
@@ -271,6 +273,7 @@ export function createApp(
     catalogue,
     folder,
     dispatcher,
+    deliveries,
     callIds,
     redaction,
     events,
@@ -429,7 +432,7 @@ export function createApp(
     }),
   );
   auth?.mount(app);
-  mountMessageRoutes(app, catalogue.paths, options, deps.fetch);
+  mountMessageRoutes(app, catalogue.paths, options, deps.fetch, deliveries);
   mountCapabilityRoutes(app, {
     basePath: options.basePath,
     catalogue,
@@ -512,6 +515,7 @@ export function createApp(
     endStreams: () => live.close(),
     close: () => {
       live.close();
+      deliveries.stop();
       stopWatching();
       stopWatchingClients();
       clearInterval(sweeper);

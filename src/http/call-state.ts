@@ -1,4 +1,4 @@
-import type { KeptBodies } from "../journal/call-record.js";
+import type { AsyncAnswerNote, KeptBodies } from "../journal/call-record.js";
 import type { RuleTrace } from "../scenarios/scenarios.js";
 import type { RequestHeaders } from "./raw-headers.js";
 
@@ -41,6 +41,8 @@ export interface CallState {
   url: URL | undefined;
   /** The request's headers, read once (requestHeaders). */
   headers: RequestHeaders;
+  /** Answered 202 (`async=true`): where the response message goes, for the journal. */
+  asyncAnswer: AsyncAnswerNote | undefined;
 }
 
 /** A call's state at its start. */
@@ -64,5 +66,6 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     answered: undefined,
     url: undefined,
     headers,
+    asyncAnswer: undefined,
   };
 }

@@ -1,14 +1,16 @@
 import type { Hono } from "hono";
 import type { Access } from "../auth/bearer.js";
-import { type Issue, issue } from "../fhir/outcome.js";
+import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import type { Answer, InboundMessage } from "../pipeline/process-message.js";
+import type { ResponseDeliveries } from "../push/response-delivery.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
+import { acceptedIssue, answeredLater, asyncNote, asyncPlan } from "./async-message.js";
 import { callState, requestUrl } from "./call-context.js";
 import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { delay, stageFault } from "./faults.js";
-import { ENVELOPE_JSON, fhirResponse, outcomeResponse } from "./fhir-response.js";
+import { ENVELOPE_JSON, FHIR_JSON, fhirResponse, outcomeResponse } from "./fhir-response.js";
 import { forwardToUpstream } from "./proxy.js";
 import { type BodyRead, incompleteBody, readBody } from "./read-body.js";
 
@@ -18,6 +20,7 @@ export interface MessageRouteOptions {
   proxy: string | undefined;
   maxBody: number;
   responseEnvelope: boolean;
+  lenientEnvelope: boolean;
 }
 
 /**
@@ -31,6 +34,8 @@ export function mountMessageRoutes(
   paths: readonly string[],
   options: MessageRouteOptions,
   fetchImpl: typeof fetch,
+  /** Where asynchronous answers (`?async=true`) go out: the push dispatcher. */
+  deliveries: ResponseDeliveries,
 ): void {
   for (const path of paths) {
     app.all(`${options.basePath}${path}`, async (c) => {
@@ -54,9 +59,19 @@ export function mountMessageRoutes(
         return outcomeResponse(c, refused.status, refused.issues);
       }
       const access = c.get("access");
+      const url = requestUrl(c, call);
+      // A caller without a usable token is refused (401) before its query counts.
+      const plan =
+        access && !access.ok ? undefined : asyncPlan(url.searchParams, read.text, options.lenientEnvelope, deliveries);
+      if (plan?.kind === "refused") {
+        call.bodyText = read.text;
+        return outcomeResponse(c, 400, plan.issues);
+      }
       // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
-      const base = `${requestUrl(c, call).origin}${c.get("workspacePrefix")}${options.basePath}`;
-      const pending = c.get("workspace").processMessage(inboundMessage(path, base, read.text, call, access));
+      const base = `${url.origin}${c.get("workspacePrefix")}${options.basePath}`;
+      const inbound = inboundMessage(path, base, read.text, call, access);
+      if (plan?.kind === "async") inbound.async = true;
+      const pending = c.get("workspace").processMessage(inbound);
       const answer = noteAnswer(call, pending instanceof Promise ? await pending : pending);
       const delayed = delay(c, answer.delayMs);
       if (delayed) await delayed;
@@ -66,6 +81,32 @@ export function mountMessageRoutes(
         // A builtIn rule adds its headers to whatever answers in its place: here the upstream.
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
+      }
+      if (plan?.kind === "async" && plan.target !== undefined && answeredLater(answer)) {
+        const later = responseBody(answer, options.responseEnvelope);
+        // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound call's.
+        call.kept = answer.kept?.request ? { request: answer.kept.request } : undefined;
+        call.responseCode = null;
+        call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
+        if (!answer.asyncLeg?.drop) {
+          const workspace = c.get("workspace");
+          deliveries.send(
+            {
+              target: plan.target,
+              body: later.text,
+              contentType: later.contentType,
+              operation: answer.operation ?? "",
+              messageId: answer.messageId ?? "",
+              respondsTo: call.id,
+              events: workspace.events,
+              delayMs: answer.asyncLeg?.delayMs ?? 0,
+              withdrawn: () => call.asyncAnswer === undefined,
+            },
+            workspace.keepAnswer,
+          );
+        }
+        const accepted = jsonText(operationOutcome([acceptedIssue(plan.target, answer.messageId)]));
+        return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
       }
       return fhirResponse(
         c,
@@ -141,6 +182,17 @@ export function answerText(call: CallState, answer: Answer, responseEnvelope: bo
   const request = answer.kept?.request;
   call.kept = wrap ? (request ? { request } : undefined) : answer.kept;
   return wrap ? jsonText({ content: text }) : text;
+}
+
+/**
+ * An answer's body as the synchronous call would have sent it, and its Content-Type (the rule's headers aside): what
+ * an asynchronous answer POSTs.
+ */
+export function responseBody(answer: Answer, responseEnvelope: boolean): { text: string; contentType: string } {
+  const text = answer.serialized ?? jsonText(answer.body);
+  return enveloped(answer, responseEnvelope)
+    ? { text: jsonText({ content: text }), contentType: ENVELOPE_JSON }
+    : { text, contentType: FHIR_JSON };
 }
 
 /** Whether `--response-envelope` wraps this answer: a response message (a Bundle) is wrapped, an OperationOutcome not. */

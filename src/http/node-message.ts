@@ -49,7 +49,7 @@ export interface NodeMessages {
 /**
  * A request target the Node adapter keeps as written, and Hono routes as written: no percent escapes, query,
  * fragment or dot segment (the adapter's own test, narrowed). Others are normalised through URL by the adapter:
- * declined.
+ * declined. So is every query: `$process-message?async=true` (asynchronous messaging) is the Hono route's.
  */
 const PLAIN_TARGET = /^\/[!$&-;=@-[\]_a-z~]*$/;
 const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;

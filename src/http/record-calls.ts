@@ -122,6 +122,7 @@ export function callDraft(
     rule: call.rule,
     ...(call.duplicate ? { duplicate: true } : {}),
     ...(call.upstream ? { upstream: call.upstream } : {}),
+    ...(call.asyncAnswer ? { asyncAnswer: call.asyncAnswer } : {}),
     ...(call.trace ? { trace: call.trace } : {}),
     ...(call.responseCode !== undefined ? { responseCode: call.responseCode } : {}),
     ...(fault ? { fault, ...(silent ? { error: `scripted fault: ${fault}` } : {}) } : {}),
@@ -172,6 +173,8 @@ export function unsavedCall(call: CallState): boolean {
   call.responseCode = null;
   // The texts the duplicate memory kept went with the workspace's step back to the file.
   call.kept = undefined;
+  // Not accepted after all: its asynchronous answer is not sent (ResponseDelivery.withdrawn).
+  call.asyncAnswer = undefined;
   if (unanswered(call.fault)) return false;
   call.fault = null;
   return true;

@@ -10,6 +10,13 @@ export interface KeptBodies {
   response?: KeptText;
 }
 
+/** Where an asynchronous call's response message goes (`to`), and when: after `delayMs`, or never (`dropped`). */
+export interface AsyncAnswerNote {
+  to: string;
+  delayMs?: number;
+  dropped?: true;
+}
+
 /** One HTTP exchange as recorded: bodies are kept as the text that crossed the wire. */
 export interface CallDraft {
   /** An id reserved when the call started (Journal.reserveId); else the journal numbers it when recording. */
@@ -49,6 +56,13 @@ export interface CallDraft {
   pharmacy?: string;
   target?: string;
   attempt?: number;
+  /**
+   * An inbound message answered 202 (`$process-message?async=true`): where its response message goes, and what a
+   * rule scripted for it (a delay, or never sent).
+   */
+  asyncAnswer?: AsyncAnswerNote;
+  /** An asynchronous answer's delivery attempt: the id of the inbound call (answered 202) it answers. */
+  respondsTo?: string;
   /** How the scenario rules decided (inbound messages that met them): explained on request, never shown as is. */
   trace?: RuleTrace;
   /**

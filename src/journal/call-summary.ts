@@ -48,6 +48,8 @@ export function callSummary(call: CallRecord) {
     ...(call.fault ? { fault: call.fault } : {}),
     ...(call.error ? { error: call.error } : {}),
     ...(call.target ? { target: call.target, attempt: call.attempt } : {}),
+    ...(call.asyncAnswer ? { asyncAnswer: call.asyncAnswer } : {}),
+    ...(call.respondsTo !== undefined ? { respondsTo: call.respondsTo } : {}),
   };
 }
 

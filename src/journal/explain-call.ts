@@ -18,6 +18,11 @@ export interface CallExplanation extends Partial<RuleDecision> {
  *   explainCall(journal.get("7"), "/sandbox").summary // 'No rule answered; the built-in behaviour did.'
  */
 export function explainCall(call: CallRecord, basePath: string): CallExplanation {
+  if (call.direction === "outbound" && call.respondsTo !== undefined) {
+    return {
+      summary: `The asynchronous answer to call ${call.respondsTo} (async=true, answered 202): the response message the sandbox POSTed; scenario rules answer inbound messages only.`,
+    };
+  }
   if (call.direction === "outbound") {
     return { summary: "A message the sandbox sent to a pharmacy: scenario rules answer inbound messages only." };
   }

@@ -15,6 +15,7 @@ import { patientKeysOf } from "../matching/patient-keys.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { routeMessage } from "../routing/route.js";
 import { type ScriptedReply, scriptedReply } from "../scenarios/respond.js";
+import type { AsyncLeg } from "../scenarios/rules.js";
 import type { RuleTrace, Scripted } from "../scenarios/scenarios.js";
 import type { Fault } from "../scenarios/schema.js";
 import { escapeJsonText } from "../text/json-text.js";
@@ -37,6 +38,8 @@ export interface InboundMessage {
   call?: { id: string; at: Date };
   /** With --auth oauth2: who the bearer token speaks for, or why there is none usable. */
   access?: Access;
+  /** `$process-message?async=true`: an operation whose answer is the data it reads is refused (synchronous only). */
+  async?: true;
 }
 
 /** The answer to one message, with what the edge and the journal need to know about it. */
@@ -68,6 +71,8 @@ export interface Answer {
   requestJson?: true;
   /** How the scenario rules decided, when they were consulted (for explaining the call later). */
   trace?: RuleTrace;
+  /** A rule's `async`: how the answer of an asynchronous call is sent later. */
+  asyncLeg?: AsyncLeg | undefined;
   /**
    * The body's MessageHeader.response.code, for the request log: null when the body is no response message (an
    * OperationOutcome, nothing); undefined when the pipeline did not build the body (a scripted `body`, an
@@ -83,6 +88,7 @@ interface Ruling {
   headers: Record<string, string>;
   trace: RuleTrace | undefined;
   dribble?: Dribble | undefined;
+  asyncLeg?: AsyncLeg | undefined;
 }
 
 /**
@@ -101,6 +107,7 @@ class PipelineAnswer implements Answer {
   requestJson: true | undefined = undefined;
   trace: RuleTrace | undefined = undefined;
   dribble: Dribble | undefined = undefined;
+  asyncLeg: AsyncLeg | undefined = undefined;
 
   constructor(
     public status: number,
@@ -118,6 +125,7 @@ class PipelineAnswer implements Answer {
       this.headers = ruling.headers;
       this.trace = ruling.trace;
       this.dribble = ruling.dribble;
+      this.asyncLeg = ruling.asyncLeg;
     }
     return this;
   }
@@ -289,6 +297,10 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
     // A token without the operation's scope: 403, before the message's own problems.
     const forbidden = inbound.access && routed.operation ? authorize(inbound.access, routed.operation) : undefined;
     if (forbidden) return refused(forbidden, operation, messageId);
+    // Before the rules and the duplicate memory: a refused asynchronous read changes nothing, not even a counter.
+    if (inbound.async && routed.operation?.category === "currency") {
+      return outcome(400, [synchronousOnly(routed.operation.id)], operation, messageId);
+    }
     const correlation: Correlation = {
       request: message.header,
       endpoint: inbound.endpoint,
@@ -310,6 +322,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
           headers: reply.headers,
           trace,
           dribble: scripted.response.dribble,
+          asyncLeg: scripted.response.asyncLeg?.(deps.random),
         };
         return scriptedAnswer(reply, operation, messageId, ruling);
       }
@@ -331,6 +344,7 @@ export function createMessagePipeline(options: PipelineOptions, deps: PipelineDe
       headers: reply?.headers ?? {},
       trace,
       dribble: scripted?.response.dribble,
+      asyncLeg: scripted?.response.asyncLeg?.(deps.random),
     };
     if (reply && reply.kind !== "built-in") return scriptedAnswer(reply, operation, messageId, ruling);
 
@@ -420,6 +434,14 @@ function reusedId(messageId: string, earlier: StoredAnswer): Issue {
     "duplicate",
     `MessageHeader id ${messageId} was already used by ${call} at ${earlier.at.toISOString()} for a message with different content; send a new MessageHeader id (only an exact resend may repeat one).`,
     "Bundle.entry[0].resource.id",
+  );
+}
+
+/** `async=true` on an operation that only reads: its answer is the data the caller waits for. */
+function synchronousOnly(operation: string): Issue {
+  return issue(
+    "not-supported",
+    `${operation} only reads: its answer is the data asked for, so it is answered synchronously only. Send it without async=true (and without response-url).`,
   );
 }
 

@@ -50,6 +50,10 @@ export interface Push {
   messageId: string;
   /** Where its attempts are announced: the pushing workspace's events (default the dispatcher's). */
   events?: SandboxEvents;
+  /** The body's Content-Type, when it is not the envelope (an asynchronous answer's Bundle). */
+  contentType?: string;
+  /** An asynchronous answer: the journal id of the inbound call (answered 202) whose response message this is. */
+  respondsTo?: string;
 }
 
 /** Deliveries under way (GET /__admin/health). */
@@ -121,7 +125,7 @@ export class PushDispatcher {
   }
 
   async #deliver(push: Push): Promise<PushResult> {
-    const refused = this.#refusal(push.target);
+    const refused = this.refusal(push.target);
     if (refused) {
       this.#record(push, 1, this.deps.now(), 0, null, refused);
       return { delivered: false, attempts: 1, status: null, error: refused };
@@ -140,7 +144,7 @@ export class PushDispatcher {
   }
 
   /** Why a target is refused before any connection (its scheme, its host, an internal literal address), or null. */
-  #refusal(target: string): string | null {
+  refusal(target: string): string | null {
     const { allow, guardAddresses } = this.settings;
     if (!pushableScheme(target) || !hostAllowed(target, allow)) {
       return `target ${target} is not allowed (http/https only; --push-allow ${allow.join(",") || "*"})`;
@@ -177,7 +181,7 @@ export class PushDispatcher {
     try {
       const init: OutboundInit = {
         method: "POST",
-        headers: { "content-type": PUSH_CONTENT_TYPE, ...push.headers },
+        headers: { "content-type": push.contentType ?? PUSH_CONTENT_TYPE, ...push.headers },
         body: push.body,
         redirect: "manual",
         signal: controller.signal,
@@ -236,7 +240,9 @@ export class PushDispatcher {
         method: "POST",
         url: push.target,
         path,
-        headers: headerRecord(Object.entries({ "content-type": PUSH_CONTENT_TYPE, ...push.headers })),
+        headers: headerRecord(
+          Object.entries({ "content-type": push.contentType ?? PUSH_CONTENT_TYPE, ...push.headers }),
+        ),
         body: push.body,
       },
       // The Subscription's headers are the pharmacy's credentials, whatever their names: never kept.
@@ -248,6 +254,7 @@ export class PushDispatcher {
       ...(push.pharmacy !== undefined ? { pharmacy: push.pharmacy } : {}),
       target: push.target,
       attempt,
+      ...(push.respondsTo !== undefined ? { respondsTo: push.respondsTo } : {}),
     });
   }
 }

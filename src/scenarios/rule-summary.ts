@@ -23,6 +23,8 @@ export interface AnswerSummary {
   /** How many resources an ok answer carries. */
   resources: number | null;
   description: string | null;
+  /** `async`, as written: the asynchronous answer's delay, or that it is never sent; absent when not scripted. */
+  async?: { delay: string | null; drop: boolean };
 }
 
 export interface RuleSummary {
@@ -37,19 +39,22 @@ const NO_STATUS_FAULTS = new Set(["connection-reset", "timeout"]);
 
 const written = (d: number | string) => (typeof d === "number" ? `${d}ms` : d);
 
+const delayWritten = (delay: ResponseSpec["delay"]): string | null =>
+  delay === undefined
+    ? null
+    : typeof delay === "object"
+      ? `${written(delay.min)}–${written(delay.max)}`
+      : written(delay);
+
 export function answerSummary(spec: ResponseSpec, businessErrors: "message" | "http"): AnswerSummary {
   const base = {
     issue: null,
     fault: null,
     resources: null,
-    delay:
-      spec.delay === undefined
-        ? null
-        : typeof spec.delay === "object"
-          ? `${written(spec.delay.min)}–${written(spec.delay.max)}`
-          : written(spec.delay),
+    delay: delayWritten(spec.delay),
     headers: Object.keys(spec.headers ?? {}),
     description: spec.description ?? null,
+    ...(spec.async ? { async: { delay: delayWritten(spec.async.delay), drop: spec.async.drop === true } } : {}),
   };
   if (spec.builtIn) return { ...base, kind: "built-in", status: null, code: null };
   if (spec.fault) {

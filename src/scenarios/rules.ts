@@ -16,10 +16,24 @@ export interface CompiledResponse {
   render: Render;
   /** `dribble`: the body written in pieces over a time; undefined to write it at once. */
   dribble: Dribble | undefined;
+  /** `async`: how the asynchronous answer is sent (its delay drawn per call), when the rule says. */
+  asyncLeg: ((random: () => number) => AsyncLeg) | undefined;
+}
+
+/** What a rule scripts for an asynchronous answer: wait this long after the 202, or never send it (`drop`). */
+export interface AsyncLeg {
+  delayMs: number;
+  drop: boolean;
 }
 
 /** The longest a dribble may last: as long as the `timeout` fault holds a connection (TIMEOUT_FAULT_CAP_MS). */
 export const MAX_DRIBBLE_MS = 5 * 60_000;
+
+/**
+ * The longest a rule may hold an asynchronous answer back (`async.delay`): each waiting answer holds its response
+ * message in memory, so a shared sandbox's tenants cannot pile them up for hours.
+ */
+export const MAX_ASYNC_DELAY_MS = 5 * 60_000;
 
 /** A rule ready for matching. */
 export interface CompiledRule {
@@ -114,18 +128,11 @@ function compileResponse(
   locate: Locate,
   problems: YamlProblem[],
 ) {
-  const { delay } = spec;
-  let min = 0;
-  let max = 0;
-  if (delay !== undefined) {
-    if (typeof delay === "object") {
-      min = durationMs(delay.min);
-      max = durationMs(delay.max);
-      if (max < min) problems.push(locate([...at, "delay"], "delay.max must not be below delay.min"));
-    } else {
-      min = max = durationMs(delay);
-    }
-  }
+  const delayMs = compileDelay(spec.delay, [...at, "delay"], locate, problems).draw;
+  const asyncSpec = spec.async;
+  const asyncDelayMs = asyncSpec
+    ? compileDelay(asyncSpec.delay, [...at, "async", "delay"], locate, problems, MAX_ASYNC_DELAY_MS).draw
+    : undefined;
   let dribble: Dribble | undefined;
   if (spec.dribble) {
     dribble = { chunks: spec.dribble.chunks, overMs: durationMs(spec.dribble.over) };
@@ -143,10 +150,39 @@ function compileResponse(
   for (const problem of template.problems) problems.push(locate([...at, ...problem.path], problem.message));
   return {
     spec,
-    delayMs: (random: () => number) => (max === min ? min : Math.round(min + random() * (max - min))),
+    delayMs,
     render: template.render,
     dribble,
+    asyncLeg:
+      asyncSpec && asyncDelayMs
+        ? (random: () => number) => ({ delayMs: asyncDelayMs(random), drop: asyncSpec.drop === true })
+        : undefined,
   };
+}
+
+/** A `delay` (a duration or {min, max}) as a draw of milliseconds; a max below its min is a problem at `at`. */
+function compileDelay(
+  delay: ResponseSpec["delay"],
+  at: ReadonlyArray<string | number>,
+  locate: Locate,
+  problems: YamlProblem[],
+  most?: number,
+): { draw: (random: () => number) => number } {
+  let min = 0;
+  let max = 0;
+  if (delay !== undefined) {
+    if (typeof delay === "object") {
+      min = durationMs(delay.min);
+      max = durationMs(delay.max);
+      if (max < min) problems.push(locate(at, "delay.max must not be below delay.min"));
+    } else {
+      min = max = durationMs(delay);
+    }
+  }
+  if (most !== undefined && max > most) {
+    problems.push(locate(at, `${at.slice(-2).join(".")} must be at most ${most / 60_000}m`));
+  }
+  return { draw: (random) => (max === min ? min : Math.round(min + random() * (max - min))) };
 }
 
 /**

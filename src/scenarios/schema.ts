@@ -15,6 +15,24 @@ const delaySchema = z
   .union([durationSchema, z.object({ min: durationSchema, max: durationSchema }).strict()])
   .describe("wait this long before answering: a duration, or {min, max} for a random one in between");
 
+/** A response's asynchronous leg (`$process-message?async=true`): the answer POSTed later, not the 202. */
+const asyncLegSchema = z
+  .object({
+    delay: delaySchema
+      .optional()
+      .describe(
+        "wait this long after the 202 before the response message is sent (at most 5m): a duration, or {min, max} for a random one in between",
+      ),
+    drop: z
+      .literal(true)
+      .optional()
+      .describe("accept the message (202) but never send its response message: a lost answer"),
+  })
+  .strict()
+  .describe(
+    "with $process-message?async=true: how the response message is sent later (its delay, or never); ignored for a synchronous call",
+  );
+
 const headerConditionSchema = z.union([
   z.string().describe("the header's exact value"),
   z
@@ -123,6 +141,7 @@ export const responseSchema = z
       .optional()
       .describe("connection-reset, empty-body, malformed-json, or timeout (no answer until the client gives up)"),
     builtIn: z.literal(true).optional().describe("let the built-in behaviour answer; the rule adds delay and headers"),
+    async: asyncLegSchema.optional(),
   })
   .strict()
   .superRefine((r, ctx) => {

@@ -10,7 +10,9 @@ export type StateKind =
   | "hits"
   | "states"
   | "replay"
-  | "call";
+  | "call"
+  /** An asynchronous answer not yet delivered (`$process-message?async=true`). */
+  | "answer";
 
 /**
  * Where the parts of a workspace say what they changed, for the state file. `value` is asked when the change is

@@ -6,6 +6,7 @@ import type { Pharmacy, PharmacyRegistry } from "../orders/pharmacy-registry.js"
 import { revivedOrder } from "../orders/saved-order.js";
 import type { StoredAnswer } from "../pipeline/process-message.js";
 import type { ReplayCache } from "../pipeline/replay-cache.js";
+import type { SavedDelivery } from "../push/response-delivery.js";
 import type { Counter, ScenarioState, Scenarios } from "../scenarios/scenarios.js";
 import type { StateFile, StateRow } from "../state/state-file.js";
 import type { SandboxStore, SavedPatient, SavedRecord } from "../store/sandbox-store.js";
@@ -66,7 +67,10 @@ export function savedRows(file: StateFile, workspace: string): SavedRows {
  * A workspace's state from the rows a state file keeps of it, instead of what its parts hold; returns when it was
  * made and last used, from its own row.
  */
-export function restoreWorkspace(from: SavedRows, to: RestoreTargets): { createdAt?: Date; lastUsedAt?: Date } {
+export function restoreWorkspace(
+  from: SavedRows,
+  to: RestoreTargets,
+): { createdAt?: Date; lastUsedAt?: Date; answers: SavedDelivery[] } {
   const kinds = new Map<string, StateRow[]>();
   for (const row of from.others()) {
     let list = kinds.get(row.kind);
@@ -123,6 +127,8 @@ export function restoreWorkspace(from: SavedRows, to: RestoreTargets): { created
   return {
     ...(own?.createdAt ? { createdAt: new Date(own.createdAt) } : {}),
     ...(own?.lastUsedAt ? { lastUsedAt: new Date(own.lastUsedAt) } : {}),
+    // Asynchronous answers not delivered when the sandbox stopped: sent once it serves again (at start only).
+    answers: to.resume ? of("answer").map(({ value }) => value as SavedDelivery) : [],
   };
 }
 

@@ -18,6 +18,7 @@ import { ScheduledPushes } from "../orders/scheduled-pushes.js";
 import { createMessagePipeline, type MessagePipeline, type StoredAnswer } from "../pipeline/process-message.js";
 import { ReplayCache } from "../pipeline/replay-cache.js";
 import type { PushDispatcher } from "../push/dispatcher.js";
+import type { KeepAnswer, ResponseDeliveries, SavedDelivery } from "../push/response-delivery.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { applyFixtures, rulePatientKeys } from "../scenarios/fixtures.js";
 import type { LoadedScenario } from "../scenarios/load.js";
@@ -50,6 +51,8 @@ export interface WorkspaceShared {
   catalogue: Catalogue;
   folder: ScenarioFolder;
   dispatcher: PushDispatcher;
+  /** Where asynchronous answers go out (the message route's, the same): a restart sends those not yet delivered. */
+  deliveries?: ResponseDeliveries;
   callIds: CallIds;
   redaction: Redaction;
   /** The sandbox-wide bus: each workspace passes on its recorded calls and order changes. */
@@ -135,6 +138,8 @@ export interface Workspace {
    * message changed is written without a journal call; the error as `record`'s.
    */
   unjournaled(callId: string): StateWriteError | undefined;
+  /** Keeps an asynchronous answer not yet delivered in the state file (nothing without one), until `done`. */
+  keepAnswer: KeepAnswer;
   /** Loads the fixtures of scenarios added at run time. */
   applyFixtures(scenarios: readonly LoadedScenario[]): void;
   /**
@@ -241,6 +246,11 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     sink,
   });
   const pushes = new ScheduledPushes(orders, logger);
+  // Keyed by the inbound call it answers: one answer per call.
+  const keepAnswer: KeepAnswer = (saved) => {
+    sink.put("answer", saved.respondsTo, () => saved);
+    return { done: () => sink.remove("answer", saved.respondsTo) };
+  };
   const handlers: HandlerTable = {
     ...builtInHandlers,
     ...drugOrderHandlers({
@@ -289,15 +299,24 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     });
   let lastUsedAt: Date | undefined;
   if (fileState && file?.holds(id)) {
+    let answers: SavedDelivery[] = [];
     fileState.muted(() => {
       const times = restore(true);
       createdAt = times.createdAt ?? createdAt;
       lastUsedAt = times.lastUsedAt;
+      answers = times.answers;
       pinRulePatients();
     });
-    // Pushes not delivered and deadlines passed while the sandbox was down: once it serves.
-    if (shared.whenResumed) shared.whenResumed(() => orders.resumeDue());
-    else orders.resumeDue();
+    // Pushes and asynchronous answers not delivered, deadlines passed while the sandbox was down: once it serves.
+    const resumeDue = () => {
+      orders.resumeDue();
+      for (const saved of answers) {
+        const delayMs = Math.max(0, Date.parse(saved.dueAt) - deps.now().getTime());
+        shared.deliveries?.send({ ...saved, events, delayMs }, keepAnswer);
+      }
+    };
+    if (shared.whenResumed) shared.whenResumed(resumeDue);
+    else resumeDue();
   } else if (fileState) {
     // A new workspace: its fixtures are its first state.
     const made = fileState.within(() => {
@@ -410,6 +429,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     scenarios,
     orders,
     processMessage,
+    keepAnswer,
     record(draft) {
       unsaved = undefined;
       events.emit("call:completed", draft);

@@ -19,6 +19,15 @@ export interface CallSummary {
   error?: string;
   target?: string;
   attempt?: number;
+  asyncAnswer?: AsyncAnswerNote;
+  respondsTo?: string;
+}
+
+/** An inbound call answered 202 (async=true): where its response message goes, after a delay or never. */
+export interface AsyncAnswerNote {
+  to: string;
+  delayMs?: number;
+  dropped?: true;
 }
 
 export interface CallPage {
@@ -50,6 +59,8 @@ export interface CallDetail {
   error?: string;
   target?: string;
   attempt?: number;
+  asyncAnswer?: AsyncAnswerNote;
+  respondsTo?: string;
   request: { method: string; url: string; path: string; headers: Record<string, string>; body: unknown };
   response: { status: number; headers: Record<string, string>; body: unknown } | null;
   explanation: { summary: string; answeredBy?: string | null; rules?: RuleOutcome[]; otherOperations?: number };

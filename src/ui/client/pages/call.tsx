@@ -1,3 +1,4 @@
+import type { Child } from "hono/jsx";
 import { useEffect, useState } from "hono/jsx/dom";
 import { apiFetch, pageUrl, post } from "../api.js";
 import {
@@ -176,6 +177,29 @@ function Actions({ call }: { call: CallDetail }) {
   );
 }
 
+/** The two legs of an asynchronous message, each pointing at the other: the 202's call and the answer's deliveries. */
+function asyncFacts(call: CallDetail): Array<[string, Child]> {
+  if (call.respondsTo !== undefined) {
+    return [
+      [
+        "Answers",
+        <>
+          <a href={pageUrl(`calls/${call.respondsTo}`)}>call {call.respondsTo}</a>: its asynchronous answer (the message
+          was answered 202)
+        </>,
+      ],
+    ];
+  }
+  const note = call.asyncAnswer;
+  if (!note) return [];
+  const when = note.dropped
+    ? "never sent (a scenario rule's async.drop)"
+    : note.delayMs
+      ? `sent ${ms(note.delayMs)} after the 202 (a scenario rule's async.delay)`
+      : "sent after the 202";
+  return [["Asynchronous answer", `to ${note.to}, ${when}; its deliveries are listed under Calls of this message`]];
+}
+
 /** One call: what came, what went back, why, what it is part of now, and what to do with it. */
 export function CallPage({ param }: PageProps) {
   const { data: call, error, reload } = useData<CallDetail>(`calls/${encodeURIComponent(param)}`);
@@ -209,6 +233,7 @@ export function CallPage({ param }: PageProps) {
           ["Duration", ms(call.durationMs)],
           ["Message id", call.messageId ?? "—"],
           ...(call.attempt ? ([["Attempt", String(call.attempt)]] as Array<[string, string]>) : []),
+          ...asyncFacts(call),
           ...(call.duplicate
             ? ([["Resend", "yes: the first answer was returned again"]] as Array<[string, string]>)
             : []),

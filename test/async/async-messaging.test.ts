@@ -1,0 +1,365 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { AllergyIntolerance, Bundle, OperationOutcome, Patient } from "fhir/r4.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp, type SandboxApp } from "../../src/app.js";
+import type { SandboxOptions } from "../../src/config/options.js";
+import { admin, listCalls, manualClock } from "../admin/admin-client.js";
+import { example, messageBundle, post, responseHeader, STANDARD } from "../support/messages.js";
+import { type Answer, startReceiver } from "../support/receiver.js";
+
+// R4 $process-message, asynchronous mode: async=true (and response-url) in the URL, 202 Accepted at once, the
+// response message POSTed later to response-url, else to MessageHeader.source.endpoint.
+
+const EID = "urn:ae:emirates-id";
+const PATIENT = "784-1980-1111111-3";
+
+const closers: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+/** Ids and times that repeat: two sandboxes built alike answer the same message with the same bytes. */
+function sameDeps() {
+  let n = 0;
+  return {
+    now: manualClock("2026-03-01T08:00:00.000Z").now,
+    newId: () => `00000000-0000-4000-8000-${String(++n).padStart(12, "0")}`,
+    random: () => 0.5,
+  };
+}
+
+function sandbox(options: Partial<SandboxOptions> = {}, rules?: string): SandboxApp {
+  let scenarios: string | undefined;
+  if (rules !== undefined) {
+    scenarios = mkdtempSync(join(tmpdir(), "async-test-"));
+    writeFileSync(join(scenarios, "rules.yaml"), rules);
+    closers.push(() => rmSync(scenarios as string, { recursive: true, force: true }));
+  }
+  const s = createApp({ pushBackoffMs: 2, ...(scenarios ? { scenarios, watch: false } : {}), ...options }, sameDeps());
+  closers.push(s.close);
+  return s;
+}
+
+async function receiver(answer?: Answer) {
+  const r = await startReceiver(answer);
+  closers.push(r.close);
+  return r;
+}
+
+const addAllergy = (options: { id?: string; source?: string } = {}) =>
+  messageBundle(
+    "add-allergy",
+    [
+      {
+        ...example<AllergyIntolerance>("allergyintolerance-example.json"),
+        patient: { identifier: { system: EID, value: PATIENT } },
+      } as AllergyIntolerance,
+    ],
+    { id: options.id ?? "msg-1", ...(options.source ? { source: options.source } : {}) },
+  );
+
+/** A message of an operation that reads a patient's data (view-patient-profile, get-pending-tasks). */
+const readPatient = (operation: string, id: string) =>
+  messageBundle(operation, [{ resourceType: "Patient", identifier: [{ system: EID, value: PATIENT }] } as Patient], {
+    id,
+  });
+
+const asyncPath = (responseUrl?: string) =>
+  `${STANDARD}?async=true${responseUrl ? `&response-url=${encodeURIComponent(responseUrl)}` : ""}`;
+
+/** The 202's OperationOutcome: one information issue that names where the answer goes. */
+function expectAccepted(reply: { status: number; body: unknown; headers: Headers }, target: string) {
+  expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+  expect(reply.headers.get("content-type")).toBe("application/fhir+json; charset=utf-8");
+  const outcome = reply.body as OperationOutcome;
+  expect(outcome.resourceType).toBe("OperationOutcome");
+  expect(outcome.issue).toHaveLength(1);
+  expect(outcome.issue[0]?.severity).toBe("information");
+  expect(outcome.issue[0]?.code).toBe("informational");
+  expect(outcome.issue[0]?.diagnostics).toContain(target);
+}
+
+describe("$process-message?async=true", () => {
+  it("answers 202 at once and POSTs the very response message the synchronous call answers to response-url", async () => {
+    const inbox = await receiver();
+    const twin = sandbox();
+    const sync = await twin.app.request(STANDARD, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ content: JSON.stringify(addAllergy()) }),
+    });
+    const syncText = await sync.text();
+    expect(sync.status).toBe(200);
+
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    expectAccepted(reply, inbox.url);
+
+    const got = await inbox.next();
+    expect(got.method).toBe("POST");
+    expect(got.path).toBe("/fhir-hook");
+    expect(got.headers["content-type"]).toBe("application/fhir+json; charset=utf-8");
+    expect(got.body).toBe(syncText);
+    const bundle = JSON.parse(got.body) as Bundle;
+    expect(responseHeader(bundle).response).toMatchObject({ identifier: "msg-1", code: "ok" });
+  });
+
+  it("sends it to MessageHeader.source.endpoint when no response-url is given", async () => {
+    const inbox = await receiver();
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy({ source: inbox.url }), { path: `${STANDARD}?async=true` });
+    expectAccepted(reply, inbox.url);
+    const got = await inbox.next();
+    expect(responseHeader(JSON.parse(got.body)).response?.identifier).toBe("msg-1");
+  });
+
+  it("journals both legs, linked: the inbound call answered 202 and the outbound delivery naming it", async () => {
+    const inbox = await receiver();
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const inboundId = reply.headers.get("x-sandbox-call-id");
+    await inbox.next();
+    const outbound = await new Promise<unknown>((resolve) => {
+      const seen = () => listCalls(s.app, "direction=outbound").then((calls) => calls[0] && resolve(calls[0]));
+      s.events.on("call:recorded", () => void seen());
+      void seen();
+    });
+
+    const calls = await listCalls(s.app, "messageId=msg-1&order=asc");
+    expect(calls.map((c) => [c.direction, c.response?.status])).toEqual([
+      ["inbound", 202],
+      ["outbound", 200],
+    ]);
+    expect(calls[0]).toMatchObject({ id: inboundId, operation: "add-allergy", asyncAnswer: { to: inbox.url } });
+    expect(outbound).toMatchObject({
+      operation: "add-allergy",
+      messageId: "msg-1",
+      respondsTo: inboundId,
+      target: inbox.url,
+      attempt: 1,
+    });
+    const detail = await admin(s.app, "GET", `/calls/${(outbound as { id: string }).id}`);
+    expect(detail.body.explanation.summary).toContain(`The asynchronous answer to call ${inboundId}`);
+    const summary = await listCalls(s.app, "view=summary&order=asc");
+    expect(summary[1]).toMatchObject({ direction: "outbound", respondsTo: inboundId });
+
+    const verify = await admin(s.app, "POST", "/calls/verify", {
+      body: { operation: "add-allergy", direction: "outbound", count: 1 },
+    });
+    expect(verify.body).toMatchObject({ ok: true, matched: 1 });
+  });
+
+  it("retries a receiver that answers 503 first, each attempt journaled as a leg of the same call", async () => {
+    const inbox = await receiver((_req, n) => ({ status: n === 1 ? 503 : 200 }));
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const inboundId = reply.headers.get("x-sandbox-call-id");
+    const first = await inbox.next();
+    const second = await inbox.next();
+    expect(second.body).toBe(first.body);
+    const calls = await new Promise<Array<Record<string, unknown>>>((resolve) => {
+      const seen = () => listCalls(s.app, "direction=outbound&order=asc").then((c) => c.length === 2 && resolve(c));
+      s.events.on("call:recorded", () => void seen());
+      void seen();
+    });
+    expect(calls.map((c) => [c.attempt, (c.response as { status: number }).status, c.respondsTo])).toEqual([
+      [1, 503, inboundId],
+      [2, 200, inboundId],
+    ]);
+  });
+
+  it("answers an exact resend again: 202, and the original response message sent again", async () => {
+    const inbox = await receiver();
+    const s = sandbox();
+    const message = addAllergy();
+    await post(s.app, message, { path: asyncPath(inbox.url) });
+    const first = await inbox.next();
+    const again = await post(s.app, message, { path: asyncPath(inbox.url) });
+    expectAccepted(again, inbox.url);
+    expect(again.headers.get("x-sandbox-duplicate")).toBe("true");
+    expect((await inbox.next()).body).toBe(first.body);
+  });
+
+  it("wraps the answer in the envelope under --response-envelope, as the synchronous answer is", async () => {
+    const inbox = await receiver();
+    const s = sandbox({ responseEnvelope: true });
+    await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const got = await inbox.next();
+    expect(got.headers["content-type"]).toBe("application/json; charset=utf-8");
+    expect(responseHeader(got.bundle).response?.identifier).toBe("msg-1");
+  });
+
+  it("async=false answers exactly as without the parameter", async () => {
+    const plain = sandbox();
+    const flagged = sandbox();
+    const a = await plain.app.request(STANDARD, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ content: JSON.stringify(addAllergy()) }),
+    });
+    const b = await flagged.app.request(`${STANDARD}?async=false`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ content: JSON.stringify(addAllergy()) }),
+    });
+    expect(b.status).toBe(a.status);
+    expect(await b.text()).toBe(await a.text());
+  });
+});
+
+describe("refusals: a clear 400, the message not processed", () => {
+  // Written from the operation definition (async: boolean; response-url: a url) and the push allow-list.
+  const cases: Array<[string, string, string]> = [
+    [
+      "async is not a boolean",
+      `${STANDARD}?async=yes&response-url=http://127.0.0.1:1/a`,
+      "async must be true or false",
+    ],
+    ["async given twice", `${STANDARD}?async=true&async=false`, "async is given 2 times"],
+    ["response-url without async=true", `${STANDARD}?response-url=http://127.0.0.1:1/a`, "only with async=true"],
+    [
+      "response-url with async=false",
+      `${STANDARD}?async=false&response-url=http://127.0.0.1:1/a`,
+      "only with async=true",
+    ],
+    ["response-url relative", asyncPath("/answers"), "is not an absolute URL"],
+    ["response-url not http(s)", asyncPath("ftp://127.0.0.1/answers"), "not an http:// or https:// URL"],
+    ["response-url with credentials", asyncPath("http://user:secret@127.0.0.1:1/a"), "credentials"],
+    [
+      "response-url given twice",
+      `${asyncPath("http://127.0.0.1:1/a")}&response-url=http://127.0.0.1:1/b`,
+      "given 2 times",
+    ],
+  ];
+  it.each(cases)("%s", async (_what, path, says) => {
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy(), { path });
+    expect(reply.status).toBe(400);
+    expect(reply.body.resourceType).toBe("OperationOutcome");
+    expect(reply.body.issue[0].severity).toBe("error");
+    expect(reply.body.issue[0].diagnostics).toContain(says);
+    expect(reply.body.issue[0].diagnostics).not.toContain("secret");
+    // Nothing was kept: the same message id is new to the sandbox.
+    const again = await post(s.app, addAllergy());
+    expect(again.status).toBe(200);
+    expect(again.headers.get("x-sandbox-duplicate")).toBeNull();
+  });
+
+  it("refuses a response-url --push-allow does not name", async () => {
+    const s = sandbox({ pushAllow: ["pharmacy.example.ae"] });
+    const reply = await post(s.app, addAllergy(), { path: asyncPath("http://127.0.0.1:9/answers") });
+    expect(reply.status).toBe(400);
+    expect(reply.body.issue[0].diagnostics).toContain("--push-allow");
+  });
+
+  it("refuses async=true without response-url when source.endpoint is no http(s) URL", async () => {
+    const s = sandbox();
+    const reply = await post(s.app, addAllergy({ source: "urn:oid:1.2.3" }), { path: `${STANDARD}?async=true` });
+    expect(reply.status).toBe(400);
+    expect(reply.body.issue[0].diagnostics).toContain("give response-url=");
+    expect(reply.body.issue[0].expression).toEqual(["Bundle.entry[0].resource.source.endpoint"]);
+  });
+
+  it("refuses async=true on an operation that only reads, and counts nothing of it", async () => {
+    const s = sandbox();
+    for (const operation of ["view-patient-profile", "get-pending-tasks"]) {
+      const bundle = readPatient(operation, `read-${operation}`);
+      const reply = await post(s.app, bundle, { path: asyncPath("http://127.0.0.1:1/a") });
+      expect(reply.status, operation).toBe(400);
+      expect(reply.body.issue[0].code).toBe("not-supported");
+      expect(reply.body.issue[0].diagnostics).toContain("synchronously only");
+      const sync = await post(s.app, bundle);
+      expect(sync.status, operation).toBe(200);
+      expect(sync.headers.get("x-sandbox-duplicate")).toBeNull();
+    }
+  });
+
+  it("answers an invalid message at once with its OperationOutcome, and sends nothing later", async () => {
+    const inbox = await receiver();
+    const s = sandbox();
+    const invalid = addAllergy({ id: "bad" });
+    (invalid.entry?.[1]?.resource as { clinicalStatus?: unknown }).clinicalStatus = "active";
+    const reply = await post(s.app, invalid, { path: asyncPath(inbox.url) });
+    expect(reply.status).toBe(400);
+    expect(reply.body.resourceType).toBe("OperationOutcome");
+    // The next delivery the receiver gets is the valid message's answer: the invalid one sent none.
+    await post(s.app, addAllergy({ id: "good" }), { path: asyncPath(inbox.url) });
+    expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("good");
+  });
+
+  it("refuses async=true on a response message (a response is accepted, never answered)", async () => {
+    const s = sandbox();
+    const response = addAllergy();
+    (response.entry?.[0]?.resource as { response?: unknown }).response = { identifier: "x", code: "ok" };
+    const reply = await post(s.app, response, { path: asyncPath("http://127.0.0.1:1/a") });
+    expect(reply.status).toBe(400);
+    expect(reply.body.issue[0].diagnostics).toContain("response message");
+  });
+});
+
+describe("scenario rules script the asynchronous leg", () => {
+  it("async.delay: the 202 at once, the answer after the delay", async () => {
+    const inbox = await receiver();
+    const s = sandbox(
+      {},
+      "rules:\n  - name: slow-answer\n    when: { operation: add-allergy }\n    respond: { builtIn: true, async: { delay: 300ms } }\n",
+    );
+    const sent = performance.now();
+    const reply = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    expect(reply.status).toBe(202);
+    expect(reply.headers.get("x-sandbox-rule")).toBe("slow-answer");
+    await inbox.next();
+    expect(performance.now() - sent).toBeGreaterThanOrEqual(295);
+    const [inbound] = await listCalls(s.app, "direction=inbound");
+    expect(inbound.asyncAnswer).toEqual({ to: inbox.url, delayMs: 300 });
+    const rules = (await admin(s.app, "GET", "/scenarios")).body.rules as Array<{ name: string; answers: unknown[] }>;
+    expect(rules.find((r) => r.name === "slow-answer")?.answers[0]).toMatchObject({
+      kind: "built-in",
+      async: { delay: "300ms", drop: false },
+    });
+  });
+
+  it("async.drop: accepted, never answered; the journal says so", async () => {
+    const inbox = await receiver();
+    const s = sandbox(
+      {},
+      "rules:\n  - name: lost-answer\n    when: { fhirpath: \"entry[0].resource.id = 'lost'\" }\n    respond: { builtIn: true, async: { drop: true } }\n",
+    );
+    const reply = await post(s.app, addAllergy({ id: "lost" }), { path: asyncPath(inbox.url) });
+    expectAccepted(reply, inbox.url);
+    const [inbound] = await listCalls(s.app, "direction=inbound");
+    expect(inbound.asyncAnswer).toEqual({ to: inbox.url, dropped: true });
+    // The receiver's first delivery is the next message's: the dropped one never went.
+    await post(s.app, addAllergy({ id: "kept" }), { path: asyncPath(inbox.url) });
+    expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("kept");
+  });
+
+  it("an error response message goes asynchronously like any answer", async () => {
+    const inbox = await receiver();
+    const s = sandbox(
+      {},
+      "rules:\n  - name: later-error\n    when: { operation: add-allergy }\n    respond:\n      outcome: { response: transient-error, diagnostics: try again later }\n",
+    );
+    const reply = await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    expect(reply.status).toBe(202);
+    const bundle = JSON.parse((await inbox.next()).body) as Bundle;
+    expect(responseHeader(bundle).response).toMatchObject({ identifier: "msg-1", code: "transient-error" });
+  });
+
+  it("a scripted fault is the 202's: the call fails at once and nothing is sent later", async () => {
+    const s = sandbox(
+      {},
+      "rules:\n  - name: broken\n    when: { operation: add-allergy }\n    respond: { status: 503, fault: empty-body }\n",
+    );
+    const res = await s.app.request(asyncPath("http://127.0.0.1:1/a"), {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ content: JSON.stringify(addAllergy()) }),
+    });
+    expect(res.status).toBe(503);
+    const [inbound] = await listCalls(s.app, "direction=inbound");
+    expect(inbound.asyncAnswer).toBeUndefined();
+  });
+});
