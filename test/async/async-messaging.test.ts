@@ -151,6 +151,33 @@ describe("$process-message?async=true", () => {
     expect(verify.body).toMatchObject({ ok: true, matched: 1 });
   });
 
+  it("every absolute fullUrl of the asynchronous answer resolves with a REST read, as a synchronous answer's does", async () => {
+    const inbox = await receiver();
+    // An error answer: its OperationOutcome is held nowhere but in the journal's record of the delivery.
+    const s = sandbox(
+      {},
+      "rules:\n  - name: later-error\n    when: { operation: add-allergy }\n    respond:\n      outcome: { response: fatal-error, diagnostics: no }\n",
+    );
+    await post(s.app, addAllergy(), { path: asyncPath(inbox.url) });
+    const bundle = JSON.parse((await inbox.next()).body) as Bundle;
+    // The delivery is journaled after the receiver answers: wait for its record before reading.
+    await new Promise<void>((resolve) => {
+      const seen = () => listCalls(s.app, "direction=outbound").then((c) => c.length > 0 && resolve());
+      s.events.on("call:recorded", () => void seen());
+      void seen();
+    });
+    const urls = (bundle.entry ?? []).map((e) => e.fullUrl).filter((u): u is string => /^https?:/.test(u ?? ""));
+    expect(urls.some((u) => u.includes("/OperationOutcome/"))).toBe(true);
+    for (const url of urls) {
+      const path = new URL(url).pathname;
+      const read = await s.app.request(path, { headers: { accept: "application/fhir+json" } });
+      expect(read.status, `${path}: ${await read.clone().text()}`).toBe(200);
+      const resource = (await read.json()) as { resourceType: string; id: string };
+      const entry = bundle.entry?.find((e) => e.fullUrl === url)?.resource as { resourceType: string; id: string };
+      expect([resource.resourceType, resource.id]).toEqual([entry.resourceType, entry.id]);
+    }
+  });
+
   it("retries a receiver that answers 503 first, each attempt journaled as a leg of the same call", async () => {
     const inbox = await receiver((_req, n) => ({ status: n === 1 ? 503 : 200 }));
     const s = sandbox();
