@@ -11,6 +11,7 @@ import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { StateFileProblem } from "../state/state-file.js";
 import { didYouMean } from "../text/suggest.js";
+import { loadServerTls, type ServerTls, TlsProblem } from "../tls/server-tls.js";
 import { VERSION } from "../version.js";
 import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
@@ -232,6 +233,16 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   log.hold();
   let sandbox: ReturnType<typeof createApp>;
   let running: Awaited<ReturnType<typeof startServer>>;
+  let tls: ServerTls | undefined;
+  try {
+    // Read and checked before anything starts: a wrong file is an error naming it, not a handshake every client fails.
+    tls = config.tls && loadServerTls(config.tls);
+  } catch (error) {
+    if (!(error instanceof TlsProblem)) throw error;
+    io.err(`uae-fhir-sandbox could not start: ${error.message}`);
+    log.release();
+    return 2;
+  }
   try {
     sandbox = createApp(config.sandbox, { logger: log.logger });
   } catch (error) {
@@ -241,10 +252,15 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     return error instanceof StateFileProblem ? 2 : 1;
   }
   try {
-    running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits });
+    running = await startServer(sandbox, {
+      port: config.port,
+      host: config.host,
+      limits: config.limits,
+      ...(tls ? { tls } : {}),
+    });
   } catch (error) {
     sandbox.close();
-    io.err(`uae-fhir-sandbox could not start: ${startFailure(error, config)}`);
+    io.err(`uae-fhir-sandbox could not start: ${startFailure(error, failedListen(error, config))}`);
     log.release();
     return 1;
   }
@@ -280,10 +296,19 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   // Announced once a signal stops it gracefully: a supervisor (or a test) may send one as soon as it reads the line.
   log.banner(
     bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
-    `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,
+    `uae-fhir-sandbox ${VERSION} listening on ${running.urls.join(" and ")}${tls?.clientCa !== undefined && tls.clientAuth !== "none" ? ` (client certificates ${tls.clientAuth})` : ""}`,
   );
   log.release();
   return stopped;
+}
+
+/** The port (and its flag) a listen error is about: --tls-port's when HTTPS has its own port and that one failed. */
+function failedListen(error: unknown, config: ServeConfig): { port: number; host: string | undefined; flag: string } {
+  const { scheme } = (error ?? {}) as { scheme?: string };
+  const tlsPort = config.tls?.port;
+  return scheme === "https" && tlsPort !== undefined
+    ? { port: tlsPort, host: config.host, flag: "--tls-port" }
+    : { port: config.port, host: config.host, flag: "--port" };
 }
 
 /**
