@@ -53,6 +53,9 @@ Usage:
                                             difference; replay --help for what is compared
   uae-fhir-sandbox backup --state-file PATH --to FILE
                                             a consistent copy of a state file, while a sandbox may use it
+  uae-fhir-sandbox certs [--out DIR] [--host NAME ...] [--client NAME ...]
+                                            make a local CA, a server certificate and client certificates
+                                            for HTTPS and mutual TLS (--tls-cert, --tls-client-ca); certs --help
   uae-fhir-sandbox -h, --help               this help
   uae-fhir-sandbox -v, --version            the version
 
@@ -88,7 +91,7 @@ Prints a JSON Schema (draft 2020-12) on stdout, for an editor (yaml-language-ser
   -h, --help  this help`;
 
 /** Commands, for "did you mean" on a mistyped one. */
-const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup"];
+const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup", "certs"];
 
 export interface CliIo {
   out(line: string): void;
@@ -110,6 +113,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // certs makes local test certificates; loaded only when asked for (its X.509 library is not the server's).
+  if (argv[0] === "certs") return (await import("./certs.js")).certsCommand(argv.slice(1), io);
   // backup copies a state file; it may run beside a sandbox using it.
   if (argv[0] === "backup") return backupCommand(argv.slice(1), io);
   // example builds a message; it reads a running sandbox only for an order's ids.
