@@ -287,8 +287,16 @@ describe("mutual TLS", () => {
 describe("a client certificate chooses the workspace (--workspace-from-cert)", () => {
   it("CN=team-a's messages go to workspace team-a; a header naming another is 403; admin calls stay as they were", async () => {
     const { url } = await serveTls([...MUTUAL(), "--workspace-from-cert"]);
-    expect(await post(url, "team-a")).toMatchObject({ status: 200 });
+    const first = await post(url, "team-a");
+    expect(first).toMatchObject({ status: 200 });
     expect(await post(url, "team-b")).toMatchObject({ status: 200 });
+    // A REST read (served by the Hono app, not the message fast path) is chosen by the certificate too.
+    const bundle = JSON.parse((first as { body: string }).body) as { entry: Array<{ fullUrl?: string }> };
+    const readable = bundle.entry.map((e) => e.fullUrl ?? "").find((u) => u.includes("/Patient/")) as string;
+    expect(readable).toBeDefined();
+    expect(await httpsCall(readable, { as: "team-a" })).toMatchObject({ status: 200 });
+    const crossRead = await httpsCall(readable, { as: "team-a", headers: { "X-Sandbox-Workspace": "team-b" } });
+    expect(crossRead).toMatchObject({ status: 403 });
     expect(await post(url, "team-a", { "X-Sandbox-Workspace": "team-a" })).toMatchObject({ status: 200 });
     const other = await post(url, "team-a", { "X-Sandbox-Workspace": "team-b" });
     expect(other).toMatchObject({ status: 403 });
@@ -307,7 +315,8 @@ describe("a client certificate chooses the workspace (--workspace-from-cert)", (
       const body = JSON.parse((reply as { body: string }).body) as { calls?: unknown[] };
       return (body.calls ?? (body as unknown as unknown[])).length;
     };
-    expect(await count("team-a")).toBe(2);
+    // team-a: its two messages and its read (the refused ones are not its calls).
+    expect(await count("team-a")).toBe(3);
     expect(await count("team-b")).toBe(1);
     expect(await count("default")).toBe(0);
   }, 60_000);
