@@ -300,7 +300,14 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   });
   // Announced once a signal stops it gracefully: a supervisor (or a test) may send one as soon as it reads the line.
   log.banner(
-    bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
+    bannerEvent(
+      sandbox,
+      running,
+      { format, level: config.log.level, quiet: config.log.quiet },
+      tls && config.tls
+        ? { validTo: tls.validTo, clientAuth: config.tls.clientAuth, clientCaFile: config.tls.clientCaFile }
+        : undefined,
+    ),
     `uae-fhir-sandbox ${VERSION} listening on ${running.urls.join(" and ")}${tls?.clientCa !== undefined && tls.clientAuth !== "none" ? ` (client certificates ${tls.clientAuth})` : ""}`,
   );
   log.release();

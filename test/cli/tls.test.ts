@@ -238,6 +238,10 @@ describe("mutual TLS", () => {
   it("required: no certificate is a certificate_required alert, a wrong CA or an expired one is closed; each logged", async () => {
     const { child, url } = await serveTls(MUTUAL());
     expect(await post(url, "team-a")).toMatchObject({ status: 200 });
+    // The banner says what is on: the server certificate's end (a year from now) and the client-certificate mode.
+    const banner = JSON.parse(child.stdout.split("\n")[0] as string) as { tls: Record<string, unknown> };
+    expect(banner.tls).toMatchObject({ clientAuth: "required", clientCa: f("ca.crt"), workspaceFromCert: false });
+    expect(Date.parse(banner.tls.validTo as string) - Date.now()).toBeGreaterThan(300 * 86_400_000);
 
     // TLS 1.3 (RFC 8446 §6.2): a server that requires a certificate and gets none sends certificate_required (116).
     expect(await httpsCall(`${url}/__admin/health`)).toEqual({ error: "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED" });
