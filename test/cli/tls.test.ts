@@ -44,6 +44,10 @@ beforeAll(async () => {
     "team-a": await makeClientCertificate(ca, "team-a"),
     "team-b": await makeClientCertificate(ca, "team-b"),
     stranger: await makeClientCertificate(other, "team-a"),
+    "old-ca": await makeCertificateAuthority("Old CA", {
+      notBefore: new Date("2020-01-01T00:00:00Z"),
+      notAfter: new Date("2021-01-01T00:00:00Z"),
+    }),
     "old-client": await makeClientCertificate(ca, "team-a", {
       notBefore: new Date("2020-01-01T00:00:00Z"),
       notAfter: new Date("2021-01-01T00:00:00Z"),
@@ -193,6 +197,12 @@ describe("HTTPS", () => {
       [
         ["--tls-cert", f("missing.crt"), "--tls-key", f("server.key")],
         new RegExp(`--tls-cert "${escapeRegExp(f("missing.crt"))}": cannot read it \\(no such file\\)`),
+      ],
+      [
+        [...SERVER(), "--tls-client-ca", f("old-ca.crt")],
+        new RegExp(
+          `--tls-client-ca "${escapeRegExp(f("old-ca.crt"))}": the certificate \\(CN=Old CA\\) expired on 2021-01-01`,
+        ),
       ],
       [
         ["--tls-cert", f("server.key"), "--tls-key", f("server.key")],
