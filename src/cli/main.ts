@@ -4,14 +4,15 @@ import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { createApp } from "../app.js";
 import { clientsJsonSchema } from "../auth/clients-file.js";
+import type { SandboxLogger } from "../log/logger.js";
 import { createRequestLog, type LogStreams } from "../log/request-log.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
 import { scenarioJsonSchema } from "../scenarios/schema.js";
-import { startServer } from "../server/start-server.js";
+import { type RunningServer, startServer } from "../server/start-server.js";
 import { StateFileProblem } from "../state/state-file.js";
 import { didYouMean } from "../text/suggest.js";
-import { loadServerTls, type ServerTls, TlsProblem } from "../tls/server-tls.js";
+import { loadServerTls, type ServerTls, type TlsFiles, TlsProblem } from "../tls/server-tls.js";
 import { VERSION } from "../version.js";
 import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
@@ -275,9 +276,13 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   const stopped = new Promise<number>((resolve) => {
     // The order matters: stop accepting, let calls in flight finish and be journaled, then close the journal file.
     // A second signal is not caught: it ends the process at once.
-    // SIGHUP reloads the clients file, as daemons reread their configuration; without OAuth2 it keeps its default.
-    const reload = () => sandbox.reloadClients();
-    if (config.sandbox.auth === "oauth2") process.on("SIGHUP", reload);
+    // SIGHUP reloads the clients file and the TLS files, as daemons reread their configuration; with neither it keeps
+    // its default.
+    const reload = () => {
+      if (config.sandbox.auth === "oauth2") sandbox.reloadClients();
+      if (config.tls) reloadTls(config.tls, running, logger);
+    };
+    if (config.sandbox.auth === "oauth2" || config.tls) process.on("SIGHUP", reload);
     const stop = async (signal: NodeJS.Signals) => {
       process.off("SIGTERM", stop);
       process.off("SIGINT", stop);
@@ -312,6 +317,26 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   );
   log.release();
   return stopped;
+}
+
+/**
+ * A certificate rotation: the TLS files read and checked again, as at start; new connections get them. A file that
+ * does not pass is a warning, and the certificate in use keeps serving.
+ */
+function reloadTls(files: TlsFiles, running: RunningServer, logger: SandboxLogger): void {
+  try {
+    const next = loadServerTls(files);
+    running.setTls?.(next);
+    logger.info(`TLS: reloaded ${files.certFile}, valid until ${next.validTo.toISOString()}`, {
+      event: "tls-reloaded",
+      cert: files.certFile,
+      validTo: next.validTo.toISOString(),
+    });
+  } catch (error) {
+    logger.warn(`TLS: not reloaded, the certificate in use keeps serving: ${(error as Error).message}`, {
+      event: "tls-reload-failed",
+    });
+  }
 }
 
 /** The port (and its flag) a listen error is about: --tls-port's when HTTPS has its own port and that one failed. */

@@ -1,5 +1,5 @@
 import { createServer, type Server, type ServerOptions, type ServerResponse } from "node:http";
-import { createServer as createHttpsServer } from "node:https";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { getRequestListener } from "@hono/node-server";
@@ -30,6 +30,11 @@ export interface RunningServer {
   urls: string[];
   /** The server of `url`. */
   server: Server;
+  /**
+   * Serves new connections with another certificate, key and client CA (a rotation); connections open keep theirs.
+   * Absent without HTTPS.
+   */
+  setTls?(tls: Pick<TlsListen, "cert" | "key" | "clientCa">): void;
   limits: ServerLimits;
   /**
    * Stops accepting connections and lets calls in flight finish, each
@@ -126,7 +131,16 @@ export async function startServer(sandbox: SandboxApp, listen: ListenOptions): P
   }
   const url = urls[0] as string;
   sandbox.served({ url, limits });
-  return { url, urls, server: servers[0] as Server, limits, close };
+  const running: RunningServer = { url, urls, server: servers[0] as Server, limits, close };
+  if (secure) {
+    running.setTls = (next) =>
+      (secure as HttpsServer).setSecureContext({
+        cert: next.cert,
+        key: next.key,
+        ...(next.clientCa !== undefined ? { ca: next.clientCa } : {}),
+      });
+  }
+  return running;
 }
 
 /** Listens, and resolves with the URL a client reaches it by. A listen error (port in use) carries its port. */

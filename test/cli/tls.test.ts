@@ -1,14 +1,17 @@
 import { execFile } from "node:child_process";
+import { X509Certificate } from "node:crypto";
 import { once } from "node:events";
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { connect as connectTls } from "node:tls";
 import { promisify } from "node:util";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../src/cli/main.js";
 import {
+  type CertificateAuthority,
   type IssuedCertificate,
   makeCertificateAuthority,
   makeClientCertificate,
@@ -26,9 +29,11 @@ const dir = mkdtempSync(join(tmpdir(), "sandbox-tls-"));
 const f = (name: string) => join(dir, name);
 
 let message: string;
+let testCa: CertificateAuthority;
 
 beforeAll(async () => {
   const ca = await makeCertificateAuthority("Test CA");
+  testCa = ca;
   const other = await makeCertificateAuthority("Another CA");
   const files: Record<string, IssuedCertificate> = {
     ca,
@@ -114,6 +119,21 @@ function httpsCall(
     req.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
     req.end(options.body);
   });
+}
+
+/** The serial number of the certificate a new TLS connection to `url` is served with. */
+async function servedSerial(url: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  const socket = connectTls({
+    host: "127.0.0.1",
+    port: Number(port),
+    servername: hostname,
+    ca: readFileSync(f("ca.crt")),
+  });
+  await once(socket, "secureConnect");
+  const serial = socket.getPeerX509Certificate()?.serialNumber ?? "";
+  socket.end();
+  return serial;
 }
 
 /** curl's exit code and what it printed: `-w %{http_code}` on stdout, its error on stderr. */
@@ -230,6 +250,29 @@ describe("HTTPS", () => {
     const waited = performance.now() - started;
     expect(waited).toBeGreaterThanOrEqual(900);
     expect(waited).toBeLessThan(PROCESS_TIMEOUT_MS);
+  }, 60_000);
+
+  it("SIGHUP rotates the certificate for new connections; a bad file is a warning and the old one keeps serving", async () => {
+    copyFileSync(f("server.crt"), f("rotating.crt"));
+    copyFileSync(f("server.key"), f("rotating.key"));
+    const { child, url } = await serveTls(["--tls-cert", f("rotating.crt"), "--tls-key", f("rotating.key")]);
+    const first = await servedSerial(url);
+    expect(first).toBe(new X509Certificate(readFileSync(f("server.crt"))).serialNumber);
+
+    const next = await makeServerCertificate(testCa, ["localhost"]);
+    writeFileSync(f("rotating.crt"), next.certPem);
+    writeFileSync(f("rotating.key"), next.keyPem);
+    child.process.kill("SIGHUP");
+    await child.waitForOutput(/"event":"tls-reloaded"/);
+    expect(await servedSerial(url)).toBe(new X509Certificate(next.certPem).serialNumber);
+
+    writeFileSync(f("rotating.crt"), "not a certificate");
+    child.process.kill("SIGHUP");
+    await child.waitForOutput(/"event":"tls-reload-failed"/, PROCESS_TIMEOUT_MS, "stderr");
+    expect(child.stderr).toMatch(
+      /TLS: not reloaded, the certificate in use keeps serving: --tls-cert .*rotating\.crt.*: no PEM certificate/,
+    );
+    expect(await servedSerial(url)).toBe(new X509Certificate(next.certPem).serialNumber);
   }, 60_000);
 
   it("TLS_CERT and TLS_KEY serve HTTPS as the flags do", async () => {
