@@ -196,6 +196,10 @@ describe("HTTPS", () => {
     // One journal: the call over HTTPS and the one over HTTP.
     const calls = (await (await fetch(`${http}/__admin/calls`)).json()) as { total?: number; calls?: unknown[] };
     expect(calls.calls ?? calls).toHaveLength(2);
+    // SIGTERM stops both servers, as it stops one.
+    child.process.kill("SIGTERM");
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    expect(child.stdout).toMatch(/"event":"stopped"/);
   }, 60_000);
 
   it("a start with an expired or not-yet-valid certificate, a wrong key, a missing file: exit 2 naming the file", async () => {
