@@ -15,6 +15,7 @@ export function bannerEvent(
   sandbox: SandboxApp,
   running: RunningServer,
   log: { format: LogFormat; level: LogLevel; quiet: boolean },
+  tls?: { validTo: Date; clientAuth: string; clientCaFile: string | undefined },
 ): BannerEvent {
   const { options, catalogue } = sandbox;
   const base = `${running.url}${options.basePath}`;
@@ -47,6 +48,14 @@ export function bannerEvent(
         : null,
     publicUrl: options.publicUrl ?? null,
     cors: options.cors.length > 0 ? { origins: options.cors, admin: options.corsAdmin } : null,
+    tls: tls
+      ? {
+          validTo: tls.validTo.toISOString(),
+          clientAuth: tls.clientAuth,
+          clientCa: tls.clientCaFile ?? null,
+          workspaceFromCert: options.workspaceFromCert,
+        }
+      : null,
     dashboard: `${running.url}/__admin/ui`,
     docs: `${base}/uae-fhir/r4/metadata (CapabilityStatement); README.md; uae-fhir-sandbox --help`,
     log,

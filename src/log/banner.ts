@@ -23,6 +23,8 @@ export interface BannerEvent {
   /** --public-url, or null when pushes name the listening URL. */
   publicUrl: string | null;
   cors: { origins: string[]; admin: boolean } | null;
+  /** --tls-cert: the server certificate's end of validity and the client-certificate mode; null over plain HTTP. */
+  tls: { validTo: string; clientAuth: string; clientCa: string | null; workspaceFromCert: boolean } | null;
   dashboard: string;
   docs: string;
   log: { format: string; level: string; quiet: boolean };
@@ -62,9 +64,19 @@ export function bannerText(e: BannerEvent, headline: string, c: Palette): string
     ["auth", e.auth ? `OAuth2: tokens from POST ${e.auth.tokenEndpoint} (clients: ${e.auth.clients})` : "off"],
     ["public URL", e.publicUrl ?? `${e.url} (the listening URL)`],
     ["CORS", e.cors ? `${e.cors.origins.join(", ")}${e.cors.admin ? " (admin API too)" : ""}` : "off"],
+    // Only when on: the banner of a plain-HTTP sandbox reads as it always has.
+    ...(e.tls ? [["TLS", tlsText(e.tls)] as [string, string]] : []),
     ["dashboard", e.dashboard],
     ["docs", e.docs],
     ["log", `${e.log.format}, level ${e.log.level}${e.log.quiet ? ", no line per call (--quiet)" : ""}`],
   ];
   return [c.bold(headline), ...rows.map(([label, value]) => `  ${c.dim(label.padEnd(11))}${value}`)].join("\n");
+}
+
+function tlsText(tls: NonNullable<BannerEvent["tls"]>): string {
+  const clients =
+    tls.clientAuth === "none" || tls.clientCa === null
+      ? "no client certificates asked for"
+      : `client certificates ${tls.clientAuth} (CA ${tls.clientCa})${tls.workspaceFromCert ? ", their CN chooses the workspace" : ""}`;
+  return `server certificate valid until ${tls.validTo.slice(0, 10)}; ${clients}`;
 }
