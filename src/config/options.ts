@@ -71,6 +71,14 @@ export interface SandboxOptions {
   pushBackoffMs: number;
   /** Hosts pushes may go to (exact, *.domain, or *); empty allows any. */
   pushAllow: string[];
+  /** PEM client certificate every HTTPS push presents (with pushClientKey); undefined: none. */
+  pushClientCert: string | undefined;
+  /** PEM private key of pushClientCert. */
+  pushClientKey: string | undefined;
+  /** Folder of NAME.crt + NAME.key client certificates a subscription may choose by NAME; undefined: none. */
+  pushClientCerts: string | undefined;
+  /** PEM CA certificates receivers of HTTPS pushes are verified against, besides the system's; undefined: system only. */
+  pushCa: string | undefined;
   /** Upstream base URL: messages no scenario rule answers are forwarded there and recorded. */
   proxy: string | undefined;
   /** Append every recorded call to this NDJSON file as it completes. */
@@ -143,6 +151,10 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   pushConcurrency: 32,
   pushBackoffMs: 500,
   pushAllow: [],
+  pushClientCert: undefined,
+  pushClientKey: undefined,
+  pushClientCerts: undefined,
+  pushCa: undefined,
   publicUrl: undefined,
   journalFile: undefined,
   stateFile: undefined,
