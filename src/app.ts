@@ -360,6 +360,7 @@ export function createApp(
   const workspaceChoice: WorkspaceChoiceDeps = {
     workspaces,
     ...(auth ? { authenticate: auth.authenticate } : {}),
+    workspaceFromCertificate: options.workspaceFromCert,
     isMessagePath: (path) => messagePaths.has(path),
     isReadPath: (path) => isReadPath(options.basePath, path),
     isAuthPath,

@@ -4,6 +4,7 @@ import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limit
 import { HEADER_NAME } from "../journal/redact.js";
 import { LOG_FORMATS, LOG_LEVELS, LOG_TIMES, type LogFormat, type LogLevel, type LogTime } from "../log/request-log.js";
 import { shippedScenarios } from "../scenarios/shipped.js";
+import type { ClientAuth, TlsFiles } from "../tls/server-tls.js";
 import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 
 /** How a flag's text becomes a value. */
@@ -48,6 +49,37 @@ const seconds = (ms: number) => `${ms / 1000}s`;
 export const SERVE_FLAGS: readonly Flag[] = [
   flag("port", "port", "8080", "TCP port to listen on; 0 picks a free port", "p"),
   flag("host", "string", undefined, "interface to bind, e.g. 127.0.0.1 (default: all interfaces)"),
+  flag(
+    "tls-cert",
+    "string",
+    undefined,
+    "PEM certificate (then any intermediates): serve HTTPS, TLS 1.2 and later; needs --tls-key (uae-fhir-sandbox certs makes local ones)",
+  ),
+  flag("tls-key", "string", undefined, "PEM private key of --tls-cert (unencrypted)"),
+  flag(
+    "tls-port",
+    "port",
+    undefined,
+    "serve HTTPS on this port and plain HTTP on --port, both at once (default: --port serves HTTPS alone)",
+  ),
+  flag(
+    "tls-client-ca",
+    "string",
+    undefined,
+    "PEM CA certificate(s) that client certificates are verified against: mutual TLS (see --tls-client-auth)",
+  ),
+  flag(
+    "tls-client-auth",
+    { oneOf: ["none", "optional", "required"] },
+    undefined,
+    "with --tls-client-ca: required refuses a client without a certificate the CA signed, optional lets one without a certificate in (not one with a bad certificate), none asks for none; default required",
+  ),
+  flag(
+    "workspace-from-cert",
+    "boolean",
+    "false",
+    "under mutual TLS without --auth oauth2: a client certificate's CN is the workspace of its messages and reads; a prefix or header naming another is refused (403)",
+  ),
   flag("base-path", "string", "", "prefix for the message paths, e.g. /sandbox"),
   flag("max-body", "size", "1mb", "largest request body, in bytes or with a kb/mb unit"),
   flag(
@@ -340,6 +372,8 @@ export const SERVE_FLAGS: readonly Flag[] = [
 export interface ServeConfig {
   port: number;
   host: string | undefined;
+  /** HTTPS: the files to read and check at start (undefined: plain HTTP only). */
+  tls: TlsFiles | undefined;
   limits: ServerLimits;
   sandbox: SandboxOptions;
   log: { format: LogFormat | undefined; level: LogLevel; time: LogTime; quiet: boolean };
@@ -512,6 +546,17 @@ export function resolveServeConfig(
         : "--clients is read only with --auth oauth2 (AUTH)",
     );
   }
+  const tls = tlsFilesOf(v);
+  if (v["workspace-from-cert"] === true && (tls?.clientCaFile === undefined || tls.clientAuth === "none")) {
+    throw new UsageError(
+      "--workspace-from-cert needs mutual TLS: --tls-cert, --tls-key and --tls-client-ca (the CA of the client certificates)",
+    );
+  }
+  if (v["workspace-from-cert"] === true && v.auth === "oauth2") {
+    throw new UsageError(
+      "--workspace-from-cert is not for --auth oauth2: there a token's client chooses the workspace (docs/auth.md)",
+    );
+  }
   const [workspaceMode, workspaceList = ""] = (v.workspaces as string).split(":");
   const allowedHosts = ((v["allowed-hosts"] as string | undefined) ?? "")
     .split(",")
@@ -520,6 +565,7 @@ export function resolveServeConfig(
   return {
     port: v.port as number,
     host: (v.host as string | undefined) || undefined,
+    tls,
     limits,
     sandbox: {
       basePath: v["base-path"] as string,
@@ -573,6 +619,7 @@ export function resolveServeConfig(
       cors,
       corsAdmin: v["cors-admin"] as boolean,
       allowedHosts: allowedHosts.length > 0 ? allowedHosts : undefined,
+      workspaceFromCert: v["workspace-from-cert"] as boolean,
     },
     log: {
       format: v["log-format"] as LogFormat | undefined,
@@ -580,6 +627,54 @@ export function resolveServeConfig(
       time: v["log-time"] as LogTime,
       quiet: v.quiet as boolean,
     },
+  };
+}
+
+/**
+ * The TLS flags, checked together: a key without a certificate (or the reverse), a client CA or a TLS port without
+ * HTTPS, a client-auth mode without a CA, are mistakes, not settings to ignore. An empty value means not given.
+ */
+function tlsFilesOf(v: Record<string, string | number | boolean | undefined>): TlsFiles | undefined {
+  const text = (name: string) => (v[name] as string | undefined) || undefined;
+  const certFile = text("tls-cert");
+  const keyFile = text("tls-key");
+  const clientCaFile = text("tls-client-ca");
+  const clientAuth = text("tls-client-auth") as ClientAuth | undefined;
+  const port = v["tls-port"] as number | undefined;
+  if (certFile === undefined || keyFile === undefined) {
+    const given = certFile !== undefined ? "--tls-cert" : keyFile !== undefined ? "--tls-key" : undefined;
+    if (given !== undefined) {
+      throw new UsageError(
+        `${given} needs ${given === "--tls-cert" ? "--tls-key" : "--tls-cert"} too: HTTPS takes a certificate and its key (uae-fhir-sandbox certs makes both)`,
+      );
+    }
+    const without =
+      clientCaFile !== undefined
+        ? "--tls-client-ca"
+        : clientAuth !== undefined
+          ? "--tls-client-auth"
+          : port !== undefined
+            ? "--tls-port"
+            : undefined;
+    if (without !== undefined) throw new UsageError(`${without} needs HTTPS: --tls-cert and --tls-key`);
+    return undefined;
+  }
+  if (clientCaFile === undefined && (clientAuth === "optional" || clientAuth === "required")) {
+    throw new UsageError(
+      `--tls-client-auth ${clientAuth} needs --tls-client-ca: the CA that client certificates are verified against`,
+    );
+  }
+  if (port !== undefined && port !== 0 && port === v.port) {
+    throw new UsageError(
+      `--tls-port ${port} is --port too: give HTTPS its own port, or leave --tls-port out to serve HTTPS alone on --port`,
+    );
+  }
+  return {
+    certFile,
+    keyFile,
+    clientCaFile,
+    clientAuth: clientAuth ?? (clientCaFile !== undefined ? "required" : "none"),
+    port,
   };
 }
 

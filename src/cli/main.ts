@@ -11,6 +11,7 @@ import { scenarioJsonSchema } from "../scenarios/schema.js";
 import { startServer } from "../server/start-server.js";
 import { StateFileProblem } from "../state/state-file.js";
 import { didYouMean } from "../text/suggest.js";
+import { loadServerTls, type ServerTls, TlsProblem } from "../tls/server-tls.js";
 import { VERSION } from "../version.js";
 import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
@@ -52,6 +53,9 @@ Usage:
                                             difference; replay --help for what is compared
   uae-fhir-sandbox backup --state-file PATH --to FILE
                                             a consistent copy of a state file, while a sandbox may use it
+  uae-fhir-sandbox certs [--out DIR] [--host NAME ...] [--client NAME ...]
+                                            make a local CA, a server certificate and client certificates
+                                            for HTTPS and mutual TLS (--tls-cert, --tls-client-ca); certs --help
   uae-fhir-sandbox -h, --help               this help
   uae-fhir-sandbox -v, --version            the version
 
@@ -87,7 +91,7 @@ Prints a JSON Schema (draft 2020-12) on stdout, for an editor (yaml-language-ser
   -h, --help  this help`;
 
 /** Commands, for "did you mean" on a mistyped one. */
-const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup"];
+const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup", "certs"];
 
 export interface CliIo {
   out(line: string): void;
@@ -109,6 +113,8 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   // export and replay read recorded calls; they have their own options too.
   if (argv[0] === "export") return exportCommand(argv.slice(1), io);
   if (argv[0] === "replay") return replayCommand(argv.slice(1), io);
+  // certs makes local test certificates; loaded only when asked for (its X.509 library is not the server's).
+  if (argv[0] === "certs") return (await import("./certs.js")).certsCommand(argv.slice(1), io);
   // backup copies a state file; it may run beside a sandbox using it.
   if (argv[0] === "backup") return backupCommand(argv.slice(1), io);
   // example builds a message; it reads a running sandbox only for an order's ids.
@@ -232,6 +238,16 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   log.hold();
   let sandbox: ReturnType<typeof createApp>;
   let running: Awaited<ReturnType<typeof startServer>>;
+  let tls: ServerTls | undefined;
+  try {
+    // Read and checked before anything starts: a wrong file is an error naming it, not a handshake every client fails.
+    tls = config.tls && loadServerTls(config.tls);
+  } catch (error) {
+    if (!(error instanceof TlsProblem)) throw error;
+    io.err(`uae-fhir-sandbox could not start: ${error.message}`);
+    log.release();
+    return 2;
+  }
   try {
     sandbox = createApp(config.sandbox, { logger: log.logger });
   } catch (error) {
@@ -241,10 +257,15 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
     return error instanceof StateFileProblem ? 2 : 1;
   }
   try {
-    running = await startServer(sandbox, { port: config.port, host: config.host, limits: config.limits });
+    running = await startServer(sandbox, {
+      port: config.port,
+      host: config.host,
+      limits: config.limits,
+      ...(tls ? { tls } : {}),
+    });
   } catch (error) {
     sandbox.close();
-    io.err(`uae-fhir-sandbox could not start: ${startFailure(error, config)}`);
+    io.err(`uae-fhir-sandbox could not start: ${startFailure(error, failedListen(error, config))}`);
     log.release();
     return 1;
   }
@@ -280,10 +301,19 @@ async function serve(config: ServeConfig, io: CliIo): Promise<number> {
   // Announced once a signal stops it gracefully: a supervisor (or a test) may send one as soon as it reads the line.
   log.banner(
     bannerEvent(sandbox, running, { format, level: config.log.level, quiet: config.log.quiet }),
-    `uae-fhir-sandbox ${VERSION} listening on ${running.url}`,
+    `uae-fhir-sandbox ${VERSION} listening on ${running.urls.join(" and ")}${tls?.clientCa !== undefined && tls.clientAuth !== "none" ? ` (client certificates ${tls.clientAuth})` : ""}`,
   );
   log.release();
   return stopped;
+}
+
+/** The port (and its flag) a listen error is about: --tls-port's when HTTPS has its own port and that one failed. */
+function failedListen(error: unknown, config: ServeConfig): { port: number; host: string | undefined; flag: string } {
+  const { scheme } = (error ?? {}) as { scheme?: string };
+  const tlsPort = config.tls?.port;
+  return scheme === "https" && tlsPort !== undefined
+    ? { port: tlsPort, host: config.host, flag: "--tls-port" }
+    : { port: config.port, host: config.host, flag: "--port" };
 }
 
 /**

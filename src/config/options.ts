@@ -101,6 +101,11 @@ export interface SandboxOptions {
    * address or --public-url's host (DNS rebinding).
    */
   allowedHosts: string[] | undefined;
+  /**
+   * Under mutual TLS without OAuth2: a verified client certificate's CN is the workspace of its messages and reads
+   * (a prefix or header naming another is refused 403), as a token's client is under OAuth2.
+   */
+  workspaceFromCert: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
   /** The OAuth2 clients (YAML); required with auth oauth2. */
@@ -164,6 +169,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   cors: [],
   corsAdmin: false,
   allowedHosts: undefined,
+  workspaceFromCert: false,
   auth: "off",
   clientsFile: undefined,
   tokenTtlMs: 5 * 60_000,

@@ -4,6 +4,7 @@ import { type Issue, operationOutcome } from "../fhir/outcome.js";
 import { headerRecord } from "../journal/redact.js";
 import type { Fault } from "../scenarios/schema.js";
 import { jsonText } from "../text/json-text.js";
+import { peerCertificateOf } from "../tls/peer-certificate.js";
 import { RETRY_AFTER_S, unsavedIssue } from "../workspace/unsaved-answer.js";
 import { ANSWER_HEADERS, putAnswerHeaders } from "./answer-headers.js";
 import type { HostCheck } from "./browser-guard.js";
@@ -124,6 +125,7 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
         urlPath: target.url,
         routedPath: target.routed,
         header,
+        certificate: peerCertificateOf(incoming.socket),
       });
       const decision = decided instanceof Promise ? await decided : decided;
       owner.namedWorkspace = decision.namedWorkspace;
@@ -205,11 +207,11 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
       if (!PLAIN_TARGET.test(url) || DOT_SEGMENT.test(url)) return false;
       const found = messageTarget(url, parts.paths);
       if (!found) return false;
-      if ((incoming.socket as { encrypted?: boolean }).encrypted) return false;
       const raw = incoming.rawHeaders;
       const host = firstHeader(raw, "host");
       if (host === undefined || !PLAIN_HOST.test(host)) return false;
-      const origin = `http://${host}`;
+      // The adapter's scheme: https on a TLS socket.
+      const origin = `${(incoming.socket as { encrypted?: boolean }).encrypted ? "https" : "http"}://${host}`;
       const header = (name: string) => rawHeader(raw, name);
       // A Host --allowed-hosts refuses: Hono answers the 421 (before anything is recorded).
       if (parts.hostCheck(found.routed, header, () => `${origin}${url}`) !== undefined) return false;

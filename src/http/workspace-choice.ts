@@ -2,8 +2,9 @@ import type { Context, MiddlewareHandler } from "hono";
 import { getPath } from "hono/utils/url";
 import type { Access } from "../auth/bearer.js";
 import { type Issue, issue } from "../fhir/outcome.js";
+import { type PeerCertificate, peerCertificate } from "../tls/peer-certificate.js";
 import type { Workspace } from "../workspace/workspace.js";
-import { DEFAULT_WORKSPACE, isWorkspaceName } from "../workspace/workspace-name.js";
+import { DEFAULT_WORKSPACE, isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { outcomeResponse } from "./fhir-response.js";
@@ -49,6 +50,11 @@ export interface WorkspaceChoiceDeps {
   isMessagePath(path: string): boolean;
   /** Whether a routed path is a REST read (where a token decides the workspace too). */
   isReadPath?: (path: string) => boolean;
+  /**
+   * --workspace-from-cert, without OAuth2: on a message or read path, a verified client certificate's CN is the
+   * workspace, as a token's client is under OAuth2.
+   */
+  workspaceFromCertificate?: boolean;
   /** Whether a routed path is an OAuth2 endpoint or discovery document (open to callers without a token). */
   isAuthPath?: (path: string) => boolean;
   /**
@@ -80,6 +86,7 @@ export function chooseWorkspace(deps: WorkspaceChoiceDeps): MiddlewareHandler<Ed
       urlPath: getPath(c.req.raw),
       routedPath: c.req.path,
       header: (name) => requestHeader(c, name),
+      certificate: peerCertificate(c),
     });
     const decision = decided instanceof Promise ? await decided : decided;
     c.set("namedWorkspace", decision.namedWorkspace);
@@ -117,11 +124,15 @@ export type WorkspaceDecision = {
   | { kind: "unknown"; named: { name: string; via: string } }
 );
 
-/** What the choice reads of a request: its URL path (prefix included), its routed path, its headers. */
+/**
+ * What the choice reads of a request: its URL path (prefix included), its routed path, its headers, and its
+ * connection's verified client certificate (mutual TLS).
+ */
 export interface WorkspaceRequest {
   urlPath: string;
   routedPath: string;
   header(name: string): string | undefined;
+  certificate?: PeerCertificate | undefined;
 }
 
 /**
@@ -145,7 +156,18 @@ export function decideWorkspace(
   const anonymous = deps.authenticate !== undefined;
   const bad = named && deps.workspaces.nameProblem(named.name, named.via);
   if (bad) return { kind: "refused", namedWorkspace, anonymous, ...bad };
-  const chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
+  let chosen = named ?? { name: DEFAULT_WORKSPACE, via: "The request" };
+  const routed = request.routedPath;
+  if (
+    deps.workspaceFromCertificate &&
+    !deps.authenticate &&
+    request.certificate &&
+    (deps.isMessagePath(routed) || deps.isReadPath?.(routed))
+  ) {
+    const byCertificate = certificateWorkspace(request.certificate, named);
+    if ("issues" in byCertificate) return { kind: "refused", namedWorkspace, anonymous, ...byCertificate };
+    chosen = byCertificate;
+  }
   const decide = (access: Access | undefined) =>
     afterToken(deps, request.routedPath, { named, chosen, inPath, namedWorkspace, anonymous }, access);
   if (deps.authenticate && (deps.isMessagePath(request.routedPath) || deps.isReadPath?.(request.routedPath))) {
@@ -207,6 +229,29 @@ export function unknownWorkspace(named: { name: string; via: string }): Issue[] 
       `${named.via} names workspace ${named.name}, which this sandbox does not hold. It runs with --auth oauth2: a workspace is made only by a valid access token of one of its clients (POST /oauth2/token, then a message with Authorization: Bearer <token>); the others are those its clients file and --workspaces name.`,
     ),
   ];
+}
+
+/**
+ * The workspace a client certificate names (--workspace-from-cert): its CN. A prefix or header naming another is
+ * refused, as beside a token; so is a CN that is no workspace name.
+ */
+function certificateWorkspace(
+  certificate: PeerCertificate,
+  named: { name: string; via: string } | undefined,
+): { name: string; via: string } | { status: number; issues: Issue[]; headers: Record<string, string> } {
+  const cn = certificate.commonName;
+  const forbidden = (text: string) => ({ status: 403, issues: [issue("forbidden", text)], headers: {} });
+  if (cn === undefined || !isWorkspaceName(cn)) {
+    return forbidden(
+      `The client certificate (${certificate.subject.replaceAll("\n", ", ")}) chooses the workspace (--workspace-from-cert), but its CN is not ${WORKSPACE_NAME_RULE}. Use a certificate whose CN is the workspace's name (uae-fhir-sandbox certs --client <workspace>).`,
+    );
+  }
+  if (named && named.name !== cn) {
+    return forbidden(
+      `${named.via} names workspace ${named.name}, but the client certificate CN=${cn} acts in workspace ${cn} (--workspace-from-cert). Send the request without the prefix or header, or with a certificate whose CN is ${named.name}.`,
+    );
+  }
+  return { name: cn, via: `The client certificate CN=${cn}` };
 }
 
 /** A token acts in its client's workspace only: another one named beside it is refused, not silently ignored. */

@@ -1,9 +1,14 @@
-import { createServer, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerOptions, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { getRequestListener } from "@hono/node-server";
 import type { SandboxApp } from "../app.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
+import type { SandboxLogger } from "../log/logger.js";
 import { counted } from "../text/plural.js";
+import { type ClientRefusal, certificateRefusal, NO_CERTIFICATE, PLAIN_HTTP } from "../tls/client-refusal.js";
+import type { TlsListen } from "../tls/server-tls.js";
 
 export interface ListenOptions {
   port: number;
@@ -11,11 +16,19 @@ export interface ListenOptions {
   host: string | undefined;
   /** Timeouts, the connection cap and the shutdown grace; each defaults to DEFAULT_SERVER_LIMITS. */
   limits?: Partial<ServerLimits>;
+  /**
+   * HTTPS (TLS 1.2 and later): on `port`, or on `tls.port` with plain HTTP staying on `port`; with `tls.clientCa`,
+   * mutual TLS (`tls.clientAuth`, default required).
+   */
+  tls?: TlsListen;
 }
 
 export interface RunningServer {
-  /** Base URL to reach the sandbox, e.g. http://127.0.0.1:8080. */
+  /** Base URL to reach the sandbox, e.g. http://127.0.0.1:8080: the HTTPS one when it serves HTTPS. */
   url: string;
+  /** Every URL it serves on: the HTTPS one first, then the plain one when both are served (`tls.port`). */
+  urls: string[];
+  /** The server of `url`. */
   server: Server;
   limits: ServerLimits;
   /**
@@ -31,16 +44,16 @@ export interface RunningServer {
 const DROP_LOG_INTERVAL_MS = 10_000;
 
 /**
- * Serves a sandbox app over HTTP with Node: the only place that knows about
- * sockets. Tells the app where it listens and with which limits.
+ * Serves a sandbox app over HTTP, HTTPS or both with Node: the only place that
+ * knows about sockets. Tells the app where it listens and with which limits.
  */
-export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise<RunningServer> {
+export async function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise<RunningServer> {
   const limits: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...listen.limits };
   // Messages take the sandbox's edge on node:http itself (sandbox.node); the rest goes to the Hono app through the
   // Node adapter.
   const adapter = getRequestListener(sandbox.app.fetch);
   const messages = sandbox.node;
-  const server = createServer({
+  const options: ServerOptions = {
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
@@ -49,25 +62,33 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
       1000,
       Math.max(10, Math.floor(Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) / 4)),
     ),
-  });
-  server.maxConnections = limits.maxConnections;
-  reportDrops(server, limits.maxConnections, (m, dropped) =>
-    sandbox.logger.warn(m, { event: "connections-dropped", dropped, maxConnections: limits.maxConnections }),
-  );
+  };
+  const { tls } = listen;
+  const secure = tls ? httpsServer(options, tls, limits, sandbox.logger) : undefined;
+  // Plain HTTP: alone, or beside HTTPS on its own port.
+  const plain = !secure || tls?.port !== undefined ? createServer(options) : undefined;
+  const servers = [secure, plain].filter((s): s is Server => s !== undefined);
 
   const inFlight = new Set<ServerResponse>();
   let stopping = false;
-  server.on("request", (_req, res: ServerResponse) => {
-    // While stopping, each answer closes its connection, so that keep-alive clients do not hold the stop open.
-    if (stopping) res.shouldKeepAlive = false;
-    inFlight.add(res);
-    res.once("close", () => inFlight.delete(res));
-  });
-  // After the bookkeeping above: a message refused before its body is read is answered at once.
-  server.on("request", (req, res: ServerResponse) => {
-    if (messages?.take(req, res)) return;
-    void adapter(req, res);
-  });
+  for (const server of servers) {
+    // Each server counts its own connections: --max-connections holds per port.
+    server.maxConnections = limits.maxConnections;
+    reportDrops(server, limits.maxConnections, (m, dropped) =>
+      sandbox.logger.warn(m, { event: "connections-dropped", dropped, maxConnections: limits.maxConnections }),
+    );
+    server.on("request", (_req, res: ServerResponse) => {
+      // While stopping, each answer closes its connection, so that keep-alive clients do not hold the stop open.
+      if (stopping) res.shouldKeepAlive = false;
+      inFlight.add(res);
+      res.once("close", () => inFlight.delete(res));
+    });
+    // After the bookkeeping above: a message refused before its body is read is answered at once.
+    server.on("request", (req, res: ServerResponse) => {
+      if (messages?.take(req, res)) return;
+      void adapter(req, res);
+    });
+  }
   let closing: Promise<{ cutOff: number }> | undefined;
   const close = (graceMs = limits.shutdownGraceMs) =>
     (closing ??= new Promise((resolve) => {
@@ -81,28 +102,90 @@ export function startServer(sandbox: SandboxApp, listen: ListenOptions): Promise
       let cutOff = 0;
       const force = setTimeout(() => {
         cutOff = inFlight.size;
-        server.closeAllConnections();
+        for (const server of servers) server.closeAllConnections();
       }, graceMs);
-      server.close(() => {
-        clearTimeout(force);
-        resolve({ cutOff });
-      });
-      server.closeIdleConnections();
+      let open = servers.length;
+      for (const server of servers) {
+        server.close(() => {
+          if (--open > 0) return;
+          clearTimeout(force);
+          resolve({ cutOff });
+        });
+        server.closeIdleConnections();
+      }
     }));
 
+  // HTTPS on --port, or on tls.port with HTTP on --port; one failing to listen closes the other.
+  const urls: string[] = [];
+  try {
+    if (secure) urls.push(await listenOn(secure, tls?.port ?? listen.port, listen.host, "https"));
+    if (plain) urls.push(await listenOn(plain, listen.port, listen.host, "http"));
+  } catch (error) {
+    for (const server of servers) if (server.listening) server.close();
+    throw error;
+  }
+  const url = urls[0] as string;
+  sandbox.served({ url, limits });
+  return { url, urls, server: servers[0] as Server, limits, close };
+}
+
+/** Listens, and resolves with the URL a client reaches it by. A listen error (port in use) carries its port. */
+function listenOn(server: Server, port: number, host: string | undefined, scheme: "http" | "https"): Promise<string> {
   return new Promise((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(listen.port, listen.host, () => {
-      server.off("error", reject);
+    const failed = (error: Error) => reject(Object.assign(error, { scheme, port }));
+    server.once("error", failed);
+    server.listen(port, host, () => {
+      server.off("error", failed);
       const address = server.address() as AddressInfo;
-      const host =
+      const shown =
         address.family === "IPv6" ? (address.address === "::" ? "localhost" : `[${address.address}]`) : address.address;
-      const shown = host === "0.0.0.0" ? "localhost" : host;
-      const url = `http://${shown}:${address.port}`;
-      sandbox.served({ url, limits });
-      resolve({ url, server, limits, close });
+      resolve(`${scheme}://${shown === "0.0.0.0" ? "localhost" : shown}:${address.port}`);
     });
   });
+}
+
+/**
+ * An HTTPS server with the same limits. With a client CA: `required` lets OpenSSL refuse a connection without a
+ * certificate in the handshake (a certificate_required alert); Node verifies a certificate given after the handshake
+ * and closes the connection before any request when it does not verify, in either mode. Each refusal is a log line
+ * that says which.
+ */
+function httpsServer(options: ServerOptions, tls: TlsListen, limits: ServerLimits, logger: SandboxLogger): Server {
+  const clientAuth = tls.clientAuth ?? (tls.clientCa !== undefined ? "required" : "none");
+  const asks = clientAuth !== "none" && tls.clientCa !== undefined;
+  const server = createHttpsServer({
+    ...options,
+    cert: tls.cert,
+    key: tls.key,
+    minVersion: "TLSv1.2",
+    // A client that opens a connection and never finishes the handshake holds it no longer than its headers could.
+    handshakeTimeout: limits.headersTimeoutMs,
+    ...(asks ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: clientAuth === "required" } : {}),
+  });
+  const refused = (refusal: ClientRefusal, address: string | undefined) =>
+    logger.warn(`TLS: refused ${refusal.message}${address ? ` from ${address}` : ""}`, {
+      event: "tls-refused",
+      reason: refusal.reason,
+      code: refusal.code,
+      ...(address ? { address } : {}),
+    });
+  server.on("tlsClientError", (error: Error & { code?: string }, socket: TLSSocket) => {
+    if (error.code === NO_CERTIFICATE.code) refused(NO_CERTIFICATE, socket.remoteAddress);
+    else if (error.code === PLAIN_HTTP.code) refused(PLAIN_HTTP, socket.remoteAddress);
+    // Node closed a connection whose certificate did not verify (required): the socket keeps why.
+    else if (socket.authorizationError) refused(certificateRefusal(String(socket.authorizationError)), undefined);
+    // Anything else (a client that went away mid-handshake, a port scan) is not the sandbox's to report.
+  });
+  if (asks && clientAuth === "optional") {
+    // Before the HTTP server takes the connection: one with a certificate that does not verify is closed unread; one
+    // without a certificate goes on, as without mutual TLS.
+    server.prependListener("secureConnection", (socket: TLSSocket) => {
+      if (socket.authorized || !socket.authorizationError || !socket.getPeerX509Certificate()) return;
+      refused(certificateRefusal(String(socket.authorizationError)), socket.remoteAddress);
+      socket.destroy();
+    });
+  }
+  return server;
 }
 
 /** Logs when connections are dropped at the cap: the first at once, then a count at most every 10 s. */

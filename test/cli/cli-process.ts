@@ -119,7 +119,7 @@ export function cli(args: readonly string[], env: Record<string, string> = {}): 
 }
 
 /** The URL a serving CLI prints on its "listening on" line. */
-export const LISTENING = /listening on (http:\/\/[^\s"]+)/;
+export const LISTENING = /listening on (https?:\/\/[^\s"]+)/;
 
 /** Starts a server process and waits for its "listening on http://..." line. */
 export async function serve(child: Child): Promise<{ child: Child; url: string }> {
