@@ -126,6 +126,7 @@ function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: AuthDeps) {
       basePath: options.basePath,
       maxBody: options.maxBody,
       scopes: [...new Set(catalogue.operations.map((op) => op.scope))],
+      mutualTls: options.mutualTls,
     },
     deps,
   );

@@ -619,6 +619,7 @@ export function resolveServeConfig(
       cors,
       corsAdmin: v["cors-admin"] as boolean,
       allowedHosts: allowedHosts.length > 0 ? allowedHosts : undefined,
+      mutualTls: tls?.clientCaFile !== undefined && tls.clientAuth !== "none",
       workspaceFromCert: v["workspace-from-cert"] as boolean,
     },
     log: {

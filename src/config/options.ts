@@ -105,6 +105,11 @@ export interface SandboxOptions {
    * Under mutual TLS without OAuth2: a verified client certificate's CN is the workspace of its messages and reads
    * (a prefix or header naming another is refused 403), as a token's client is under OAuth2.
    */
+  /**
+   * The server asks clients for certificates (the CLI's --tls-client-ca): under OAuth2, discovery offers RFC 8705's
+   * tls_client_auth and certificate-bound tokens. In-process no request has a certificate.
+   */
+  mutualTls: boolean;
   workspaceFromCert: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
@@ -169,6 +174,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   cors: [],
   corsAdmin: false,
   allowedHosts: undefined,
+  mutualTls: false,
   workspaceFromCert: false,
   auth: "off",
   clientsFile: undefined,

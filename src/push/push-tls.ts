@@ -114,7 +114,10 @@ export class PushTls {
             `--push-client-certs ${JSON.stringify(files.clientCerts)}: ${entry} has no ${name}.key beside it (each certificate NAME.crt needs its key NAME.key)`,
           );
         }
-        this.#identities.set(name, identity(join(files.clientCerts, entry), keyFile, "--push-client-certs"));
+        const certFile = join(files.clientCerts, entry);
+        // A CA's certificate (the certs command's ca.crt beside the clients') is no client's: not offered.
+        if (new X509Certificate(read(certFile, "--push-client-certs")).ca) continue;
+        this.#identities.set(name, identity(certFile, keyFile, "--push-client-certs"));
       }
     }
     this.#anonymous = ca ? tls.createSecureContext({ ca }) : undefined;
