@@ -37,6 +37,10 @@ const CLIENTS = `clients:
     secret: secret-bound-secret
     tls_client_certificate_bound_access_tokens: true
     scopes: [drug-orders]
+  - id: post-only
+    secret: post-only-secret
+    token_endpoint_auth_method: client_secret_post
+    scopes: [drug-orders]
 `;
 
 beforeAll(async () => {
@@ -203,5 +207,17 @@ describe("RFC 8705 under --auth oauth2, over HTTPS with client certificates", ()
     expect(decodeJwt(issued.json.access_token).cnf).toEqual({ "x5t#S256": thumbprint("other-system") });
     expect((await subscribe(issued.json.access_token, "other-system")).status).toBe(200);
     expect((await subscribe(issued.json.access_token, "pharmacy-mtls")).status).toBe(401);
+  });
+
+  it("holds a client to its token_endpoint_auth_method", async () => {
+    const basic = { authorization: `Basic ${Buffer.from("post-only:post-only-secret").toString("base64")}` };
+    const refused = await token("grant_type=client_credentials", undefined, basic);
+    expect(refused.status).toBe(401);
+    expect(refused.json.error).toBe("invalid_client");
+    expect(refused.json.error_description).toMatch(
+      /registered with token_endpoint_auth_method client_secret_post: authenticate with it, not client_secret_basic/,
+    );
+    const posted = await token("grant_type=client_credentials&client_id=post-only&client_secret=post-only-secret");
+    expect(posted.status, posted.text).toBe(200);
   });
 });

@@ -15,6 +15,7 @@ import {
   makeClientCertificate,
   makeServerCertificate,
 } from "../../src/tls/make-certificates.js";
+import { authSandbox } from "../auth/oauth-support.js";
 import { post } from "../support/messages.js";
 import { newOrder, pushesSettled, quietLogger, subscriptionMessage } from "./pharmacy-client.js";
 
@@ -76,7 +77,7 @@ interface Receiver {
 }
 
 /** A pharmacy's HTTPS receiver that requires a client certificate signed by the exchange's CA. */
-async function mutualTlsReceiver(cert: IssuedCertificate = receiverCert): Promise<Receiver> {
+async function mutualTlsReceiver(cert: IssuedCertificate = receiverCert, host = "127.0.0.1"): Promise<Receiver> {
   const seen: string[] = [];
   const server: Server = createServer(
     {
@@ -93,11 +94,11 @@ async function mutualTlsReceiver(cert: IssuedCertificate = receiverCert): Promis
   );
   // A refused handshake is the test's point, not a failure of the receiver.
   server.on("tlsClientError", () => undefined);
-  server.listen(0, "127.0.0.1");
+  server.listen(0, host);
   await once(server, "listening");
   closers.push(() => new Promise((resolve) => server.close(resolve)));
   const { port } = server.address() as { port: number };
-  return { url: `https://127.0.0.1:${port}/fhir-hook`, seen };
+  return { url: `https://${host}:${port}/fhir-hook`, seen };
 }
 
 function sandbox(options: Partial<SandboxOptions>): SandboxApp {
@@ -234,5 +235,30 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     expect(() => createApp({ pushCa: join(dir, "nope.crt") }, { logger: quietLogger })).toThrow(
       /--push-ca ".*nope\.crt": cannot read it \(ENOENT\)/,
     );
+  });
+
+  it("under --auth oauth2 connects to the checked address and still verifies the certificate for the host name", async () => {
+    // The receiver is on this machine: --push-allow names it, and the address connected to is the one checked.
+    const receiver = await mutualTlsReceiver(receiverCert, "localhost");
+    const s = authSandbox("clients:\n  - { id: pharmacy, secret: pharmacy-secret, scopes: [drug-orders] }\n", {
+      ...base(),
+      pushBackoffMs: 2,
+      pushAllow: ["localhost"],
+      scenarios: undefined,
+    });
+    const res = await s.app.request("/oauth2/token", {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=pharmacy&client_secret=pharmacy-secret",
+    });
+    const { access_token: token } = (await res.json()) as { access_token: string };
+    const reply = await post(s.app, subscription("PH-GUARDED", receiver.url), {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(200);
+    const { state, delivery } = await pushTo(s, "PH-GUARDED");
+    expect(delivery?.error ?? null).toBeNull();
+    expect(state).toBe("delivered");
+    expect(receiver.seen).toEqual(["sandbox-exchange"]);
   });
 });
