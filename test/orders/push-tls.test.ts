@@ -176,6 +176,11 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     const res = await s.app.request("/__admin/calls?direction=outbound");
     const { calls } = (await res.json()) as { calls: Array<{ error?: string; attempt: number }> };
     expect(calls.map((c) => [c.attempt, c.error])).toEqual([[1, delivery?.error]]);
+    // And the pharmacy's last delivery, which the dashboard's pharmacies page shows.
+    const listed = (await (await s.app.request("/__admin/pharmacies")).json()) as {
+      pharmacies: Array<{ licence: string; lastDelivery: { error: string | null } | null }>;
+    };
+    expect(listed.pharmacies.find((p) => p.licence === "PH-TLS-3")?.lastDelivery?.error).toBe(delivery?.error);
   });
 
   it("without --push-ca the receiver's private CA is not trusted (system CAs only)", async () => {
