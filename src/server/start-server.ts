@@ -162,13 +162,16 @@ function httpsServer(options: ServerOptions, tls: TlsListen, limits: ServerLimit
     handshakeTimeout: limits.headersTimeoutMs,
     ...(asks ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: clientAuth === "required" } : {}),
   });
-  const refused = (refusal: ClientRefusal, address: string | undefined) =>
+  const refused = (refusal: ClientRefusal, peer: string | undefined) => {
+    // An IPv4 peer on a dual-stack socket reads ::ffff:127.0.0.1: logged as 127.0.0.1, as the request log does.
+    const address = peer?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
     logger.warn(`TLS: refused ${refusal.message}${address ? ` from ${address}` : ""}`, {
       event: "tls-refused",
       reason: refusal.reason,
       code: refusal.code,
       ...(address ? { address } : {}),
     });
+  };
   server.on("tlsClientError", (error: Error & { code?: string }, socket: TLSSocket) => {
     if (error.code === NO_CERTIFICATE.code) refused(NO_CERTIFICATE, socket.remoteAddress);
     else if (error.code === PLAIN_HTTP.code) refused(PLAIN_HTTP, socket.remoteAddress);

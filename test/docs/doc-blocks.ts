@@ -138,7 +138,18 @@ export function shellWords(line: string): string[] {
 }
 
 /** The CLI commands that do their job and exit; anything else after the program name starts the sandbox. */
-const ONE_SHOT = new Set(["validate", "schema", "example", "export", "replay", "backup", "help", "--help", "-h"]);
+const ONE_SHOT = new Set([
+  "validate",
+  "schema",
+  "example",
+  "export",
+  "replay",
+  "backup",
+  "certs",
+  "help",
+  "--help",
+  "-h",
+]);
 
 interface ServeCommand {
   env: Record<string, string>;
@@ -422,7 +433,8 @@ class PageRun {
     const argv = [
       join(ROOT, MAIN),
       "serve",
-      ...args.map((a) => this.mapText(a)),
+      // --tls-port's number is a fixed port of the page too (https://localhost:8443 in its commands).
+      ...args.map((a, i) => (args[i - 1] === "--tls-port" ? String(this.ports.get(Number(a)) ?? a) : this.mapText(a))),
       "--port",
       String(this.ports.get(fixed)),
     ];
