@@ -22,8 +22,8 @@ interface Identity {
   context: tls.SecureContext;
 }
 
-/** A name a subscription may give: what a file name holds without surprises (no dots, slashes or spaces). */
-const NAME = /^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$/;
+/** A name a subscription may give: a file name without surprises (no slashes or spaces), as `certs --client` takes. */
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /** Node's trust store as connections use it: the bundled roots, plus NODE_EXTRA_CA_CERTS where Node tells them. */
 function systemCertificates(): string[] {

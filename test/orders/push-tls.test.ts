@@ -61,6 +61,11 @@ beforeAll(async () => {
   write("certs/alnoor.key", alnoor.keyPem);
   write("certs/rogue.crt", rogue.certPem);
   write("certs/rogue.key", rogue.keyPem);
+  // Names as `certs --client` takes them, dots included; a CA beside them (the certs command's ca.crt) is not one.
+  write("certs/pharmacy.example.crt", alnoor.certPem);
+  write("certs/pharmacy.example.key", alnoor.keyPem);
+  write("certs/ca.crt", exchangeCa.certPem);
+  write("certs/ca.key", exchangeCa.keyPem);
 });
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -213,7 +218,7 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     const unknown = await post(s.app, subscription("PH-X", receiver.url, { valueString: "nobody" }));
     expect(unknown.status).toBe(400);
     const issue = (unknown.body as OperationOutcome).issue[0];
-    expect(issue?.diagnostics).toMatch(/no client certificate named "nobody"; it has "alnoor", "rogue"/);
+    expect(issue?.diagnostics).toMatch(/no client certificate named "nobody"; it has "alnoor", "pharmacy.example", "rogue"/);
     expect(issue?.expression).toEqual(["Bundle.entry[1].resource.channel.extension[0].valueString"]);
 
     const plain = await post(s.app, subscription("PH-Y", "http://127.0.0.1:9/hook", { valueString: "alnoor" }));
