@@ -218,7 +218,9 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     const unknown = await post(s.app, subscription("PH-X", receiver.url, { valueString: "nobody" }));
     expect(unknown.status).toBe(400);
     const issue = (unknown.body as OperationOutcome).issue[0];
-    expect(issue?.diagnostics).toMatch(/no client certificate named "nobody"; it has "alnoor", "pharmacy.example", "rogue"/);
+    expect(issue?.diagnostics).toMatch(
+      /no client certificate named "nobody"; it has "alnoor", "pharmacy.example", "rogue"/,
+    );
     expect(issue?.expression).toEqual(["Bundle.entry[1].resource.channel.extension[0].valueString"]);
 
     const plain = await post(s.app, subscription("PH-Y", "http://127.0.0.1:9/hook", { valueString: "alnoor" }));
