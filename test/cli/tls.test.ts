@@ -1,6 +1,8 @@
 import { execFile } from "node:child_process";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:https";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
@@ -107,7 +109,7 @@ function httpsCall(
     );
     req.on("error", (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? error.message }));
     req.end(options.body);
-  }, 60_000);
+  });
 }
 
 /** curl's exit code and what it printed: `-w %{http_code}` on stdout, its error on stderr. */
@@ -124,16 +126,12 @@ async function curl(args: string[]): Promise<{ code: number; stdout: string; std
 }
 
 const post = (url: string, as?: string, headers: Record<string, string> = {}) =>
-  httpsCall(
-    `${url}${STANDARD}`,
-    {
-      method: "POST",
-      body: message,
-      headers: { "content-type": "application/json", ...headers },
-      ...(as ? { as } : {}),
-    },
-    60_000,
-  );
+  httpsCall(`${url}${STANDARD}`, {
+    method: "POST",
+    body: message,
+    headers: { "content-type": "application/json", ...headers },
+    ...(as ? { as } : {}),
+  });
 
 describe("HTTPS", () => {
   it("answers a message over HTTPS, names https:// URLs, and refuses plain HTTP on the port with a log line", async () => {
@@ -211,6 +209,17 @@ describe("HTTPS", () => {
     const half = await runToExit(["serve", "--port", "0", "--tls-key", f("server.key")]);
     expect(half.code).toBe(2);
     expect(half.stderr).toMatch(/--tls-key needs --tls-cert too/);
+  }, 60_000);
+
+  it("a connection that never starts its handshake is closed after --headers-timeout", async () => {
+    const { url } = await serveTls([...SERVER(), "--headers-timeout", "1s", "--request-timeout", "2s"]);
+    const { port } = new URL(url);
+    const socket = connect(Number(port), "127.0.0.1");
+    const started = performance.now();
+    await once(socket, "close");
+    const waited = performance.now() - started;
+    expect(waited).toBeGreaterThanOrEqual(900);
+    expect(waited).toBeLessThan(PROCESS_TIMEOUT_MS);
   }, 60_000);
 
   it("TLS_CERT and TLS_KEY serve HTTPS as the flags do", async () => {
