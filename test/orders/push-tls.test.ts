@@ -273,4 +273,15 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     expect(state).toBe("delivered");
     expect(receiver.seen).toEqual(["sandbox-exchange"]);
   });
+
+  it("presents the certificate a scenario file's fixture pharmacy names", async () => {
+    const receiver = await mutualTlsReceiver();
+    const scenarios = write(
+      "fixture-pharmacy.yaml",
+      `fixtures:\n  pharmacies:\n    - licence: PH-FIXTURE-TLS\n      endpoint: ${receiver.url}\n      clientCertificate: pharmacy.example\n`,
+    );
+    const s = sandbox({ ...base(), pushClientCerts: files.folder, scenarios });
+    expect((await pushTo(s, "PH-FIXTURE-TLS")).state).toBe("delivered");
+    expect(receiver.seen).toEqual(["exchange-for-alnoor"]);
+  });
 });
