@@ -34,6 +34,7 @@ import type { OrderWorkflow } from "./orders/order-workflow.js";
 import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { pushAllowProblems } from "./push/push-allow.js";
+import { PushTls } from "./push/push-tls.js";
 import { ResponseDeliveries } from "./push/response-delivery.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
@@ -126,6 +127,7 @@ function oauth2(options: SandboxOptions, catalogue: Catalogue, deps: AuthDeps) {
       basePath: options.basePath,
       maxBody: options.maxBody,
       scopes: [...new Set(catalogue.operations.map((op) => op.scope))],
+      mutualTls: options.mutualTls,
     },
     deps,
   );
@@ -150,6 +152,12 @@ export function createApp(
   const startedAt = deps.now();
   const badPushAllow = pushAllowProblems(options.pushAllow);
   if (badPushAllow.length > 0) throw new Error(badPushAllow.join("\n"));
+  const pushTls = PushTls.load({
+    clientCert: options.pushClientCert,
+    clientKey: options.pushClientKey,
+    clientCerts: options.pushClientCerts,
+    ca: options.pushCa,
+  });
   if (options.corsAdmin && (options.cors.length === 0 || options.adminToken === undefined)) {
     throw new Error(
       "corsAdmin needs cors origins and an adminToken: the admin API is opened to browsers only behind a token",
@@ -260,6 +268,7 @@ export function createApp(
       backoffMs: options.pushBackoffMs,
       allow: options.pushAllow,
       guardAddresses: options.auth === "oauth2",
+      tls: pushTls,
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );

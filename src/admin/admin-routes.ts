@@ -519,6 +519,8 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
         endpoint: p.endpoint ?? null,
         // Subscription.channel.header values are the pharmacy's credentials: names shown, values never.
         headers: Object.fromEntries(Object.keys(p.headers).map((name) => [name.toLowerCase(), REDACTED])),
+        // Only when its subscription chose one: the name, never the key.
+        ...(p.clientCertificate !== undefined ? { clientCertificate: p.clientCertificate } : {}),
         source: p.source,
         subscriptionId: p.subscription?.id ?? null,
         lastDelivery: p.endpoint === undefined ? null : lastDelivery(journal, p.endpoint),

@@ -6,6 +6,8 @@ export interface Principal {
   clientId: string;
   workspace: string;
   scopes: readonly string[];
+  /** RFC 8705 §3.1: the token is bound to the client certificate of this `x5t#S256` thumbprint (its `cnf`). */
+  certificateThumbprint?: string;
 }
 
 /** RFC 9068's media type of JWT access tokens: a client assertion or another JWT is not taken for one. */
@@ -19,6 +21,8 @@ export interface TokenRequest {
   /** Lifetime in seconds (JWT times are whole seconds); 0 or less gives a token already expired. */
   lifetimeSeconds: number;
   jti: string;
+  /** Binds the token to a client certificate: `cnf: {"x5t#S256": …}` (RFC 8705 §3.1). */
+  certificateThumbprint?: string;
 }
 
 /**
@@ -32,6 +36,7 @@ export function issueAccessToken(key: SigningKey, request: TokenRequest): Promis
     client_id: principal.clientId,
     scope: principal.scopes.join(" "),
     workspace: principal.workspace,
+    ...(request.certificateThumbprint ? { cnf: { "x5t#S256": request.certificateThumbprint } } : {}),
   })
     .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: ACCESS_TOKEN_TYPE })
     .setIssuer(request.issuer)
@@ -61,13 +66,22 @@ export async function verifyAccessToken(key: SigningKey, token: string, now: Dat
       currentDate: now,
       requiredClaims: ["exp", "client_id", "scope", "workspace"],
     });
-    const { client_id: clientId, scope, workspace } = payload;
+    const { client_id: clientId, scope, workspace, cnf } = payload;
     if (typeof clientId !== "string" || typeof scope !== "string" || typeof workspace !== "string") {
       return { ok: false, description: "The access token's client_id, scope or workspace is not a string." };
     }
+    const thumbprint = (cnf as { "x5t#S256"?: unknown } | undefined)?.["x5t#S256"];
+    if (cnf !== undefined && typeof thumbprint !== "string") {
+      return { ok: false, description: 'The access token\'s cnf is not {"x5t#S256": "<thumbprint>"}.' };
+    }
     return {
       ok: true,
-      principal: { clientId, workspace, scopes: scope.split(" ").filter(Boolean) },
+      principal: {
+        clientId,
+        workspace,
+        scopes: scope.split(" ").filter(Boolean),
+        ...(typeof thumbprint === "string" ? { certificateThumbprint: thumbprint } : {}),
+      },
       expiresAt: (payload.exp as number) * 1000,
     };
   } catch (error) {

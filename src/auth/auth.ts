@@ -5,6 +5,7 @@ import { jsonResponse } from "../http/fhir-response.js";
 import { remoteAddress } from "../http/remote-address.js";
 import { FHIR_BASES } from "../routing/default-operations.js";
 import { watchPath } from "../scenarios/watch-path.js";
+import type { PeerCertificate } from "../tls/peer-certificate.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import { rememberingVerifier, type TokenCheck } from "./access-token.js";
 import { assertionAudiences } from "./assertion-audience.js";
@@ -43,6 +44,11 @@ export interface AuthConfig {
   scopes: readonly string[];
   /** How long a client's jwksUrl may take to answer. */
   jwksTimeoutMs?: number;
+  /**
+   * Mutual TLS is on (--tls-client-ca): discovery offers tls_client_auth and certificate-bound tokens (RFC 8705
+   * §2.3, §3.3). Clients may use them either way; without it no request ever has a certificate.
+   */
+  mutualTls?: boolean;
 }
 
 export interface AuthDeps {
@@ -73,8 +79,11 @@ export interface AuthDeps {
  * paths. A verified token yields a Principal: `{ clientId, workspace, scopes }`.
  */
 export interface Auth {
-  /** Reads `Authorization: Bearer …` of a message-path request: a principal, or a 401 refusal. */
-  authenticate(authorization: string | undefined): Promise<Access>;
+  /**
+   * Reads `Authorization: Bearer …` of a message-path request: a principal, or a 401 refusal. A certificate-bound
+   * token (RFC 8705) is accepted only with the client certificate it is bound to (`certificate`: the request's).
+   */
+  authenticate(authorization: string | undefined, certificate?: PeerCertificate): Promise<Access>;
   /** The admin token the clients file gives a workspace (accepted on its admin API), if any. */
   workspaceAdminToken(workspace: string): string | undefined;
   /** The seed the clients file gives a workspace, if any. */
@@ -136,6 +145,24 @@ function stillValid(checked: TokenCheck, registry: ClientRegistry): TokenCheck {
   return kept.length === scopes.length ? checked : { ...checked, principal: { ...checked.principal, scopes: kept } };
 }
 
+/**
+ * RFC 8705 §3: a token bound to a certificate (its cnf x5t#S256) is refused, invalid_token, unless the request came
+ * with that very certificate over mutual TLS.
+ */
+function boundToCaller(checked: TokenCheck, certificate: PeerCertificate | undefined): TokenCheck {
+  if (!checked.ok) return checked;
+  const bound = checked.principal.certificateThumbprint;
+  if (bound === undefined || certificate?.thumbprintS256 === bound) return checked;
+  const { clientId } = checked.principal;
+  return {
+    ok: false,
+    description:
+      certificate === undefined
+        ? `The access token of client ${clientId} is bound to a client certificate (cnf x5t#S256 ${bound}, RFC 8705): send it over HTTPS presenting that certificate (mutual TLS).`
+        : `The access token of client ${clientId} is bound to another client certificate (cnf x5t#S256 ${bound}; this connection's is ${certificate.thumbprintS256}, subject ${certificate.subject.replaceAll("\n", ", ")}): send it with the certificate it was issued to, or get a new token with this one.`,
+  };
+}
+
 /** The workspaces a clients file names. */
 const workspacesOf = (file: ClientsFile): string[] => [
   ...new Set([...file.clients.map((c) => c.workspace ?? DEFAULT_WORKSPACE), ...Object.keys(file.workspaces ?? {})]),
@@ -186,8 +213,10 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
   };
 
   return {
-    authenticate: (authorization) =>
-      authenticate(authorization, async (token) => stillValid(await verify(token, deps.now()), registry)),
+    authenticate: (authorization, certificate) =>
+      authenticate(authorization, async (token) =>
+        boundToCaller(stillValid(await verify(token, deps.now()), registry), certificate),
+      ),
     workspaceAdminToken: (workspace) => registry.adminToken(workspace),
     workspaceSeed: (workspace) => registry.seed(workspace),
     namedWorkspaces: registry.workspaces,
@@ -234,17 +263,18 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
           ),
         ),
       );
+      const mtls = config.mutualTls ?? false;
       app.get("/.well-known/openid-configuration", (c) =>
-        jsonResponse(openIdConfiguration(endpoints(c.req.url), config.scopes)),
+        jsonResponse(openIdConfiguration(endpoints(c.req.url), config.scopes, mtls)),
       );
       app.get("/.well-known/oauth-authorization-server", (c) =>
-        jsonResponse(authorizationServerMetadata(endpoints(c.req.url), config.scopes)),
+        jsonResponse(authorizationServerMetadata(endpoints(c.req.url), config.scopes, mtls)),
       );
       // SMART puts its document under the FHIR base; the contract also names the root.
       const smartPaths = ["", ...FHIR_BASES.map((base) => `${config.basePath}${base}`)];
       for (const prefix of smartPaths) {
         app.get(`${prefix}/.well-known/smart-configuration`, (c) =>
-          jsonResponse(smartConfiguration(endpoints(c.req.url), config.scopes)),
+          jsonResponse(smartConfiguration(endpoints(c.req.url), config.scopes, mtls)),
         );
       }
     },

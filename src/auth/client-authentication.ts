@@ -1,3 +1,4 @@
+import type { PeerCertificate } from "../tls/peer-certificate.js";
 import { REALM } from "./bearer.js";
 import {
   type AssertionCheck,
@@ -6,6 +7,7 @@ import {
   verifyClientAssertion,
 } from "./client-assertion.js";
 import type { ClientRegistry, RegisteredClient } from "./client-registry.js";
+import { nameText, parseDistinguishedName, sameName } from "./distinguished-name.js";
 import { RATE_LIMIT_RETRY_AFTER_SECONDS } from "./magic-clients.js";
 import { type OAuthError, oauthError } from "./oauth-error.js";
 import { sameSecret } from "./same-secret.js";
@@ -17,7 +19,9 @@ export const CLIENT_AUTH_METHODS = ["client_secret_basic", "client_secret_post",
 export type Presented =
   | { method: "client_secret_basic"; clientId: string; secrets: string[] }
   | { method: "client_secret_post"; clientId: string; secrets: string[] }
-  | { method: "private_key_jwt"; clientId: string; assertion: string };
+  | { method: "private_key_jwt"; clientId: string; assertion: string }
+  /** RFC 8705 §2: client_id alone, the client proved by the connection's certificate (undefined: none came). */
+  | { method: "tls_client_auth"; clientId: string; certificate: PeerCertificate | undefined };
 
 export type Result<T> = { ok: true; value: T } | { ok: false; error: OAuthError };
 
@@ -72,7 +76,11 @@ function basicCredentials(header: string): Result<Presented> {
  * Which method the request uses, the client it claims to be and the credentials it presents, before anything is
  * checked; more than one method is refused (§5.2).
  */
-export function presented(params: URLSearchParams, authorization: string | undefined): Result<Presented> {
+export function presented(
+  params: URLSearchParams,
+  authorization: string | undefined,
+  certificate?: PeerCertificate,
+): Result<Presented> {
   const header = authorization?.trim() ? authorization.trim() : undefined;
   const body = params.has("client_secret");
   const jwt = params.has("client_assertion") || params.has("client_assertion_type");
@@ -122,9 +130,39 @@ export function presented(params: URLSearchParams, authorization: string | undef
     }
     return { ok: true, value: { method: "private_key_jwt", clientId: issuer.value, assertion } };
   }
-  return invalidClient(
-    `No client authentication${clientIdParam ? ` for client ${clientIdParam}` : ""}: use client_secret_basic (Authorization: Basic), client_secret_post (client_id and client_secret) or private_key_jwt (client_assertion). Public clients get no tokens.`,
+  // client_id alone: tls_client_auth, if the client is registered for it (else no authentication at all).
+  if (clientIdParam !== undefined) {
+    return { ok: true, value: { method: "tls_client_auth", clientId: clientIdParam, certificate } };
+  }
+  return noAuthentication(undefined);
+}
+
+/** A request that authenticates no client by any method (RFC 8705's included: its client is not registered for it). */
+const noAuthentication = (clientId: string | undefined): Result<never> =>
+  invalidClient(
+    `No client authentication${clientId ? ` for client ${clientId}` : ""}: use client_secret_basic (Authorization: Basic), client_secret_post (client_id and client_secret), private_key_jwt (client_assertion), or tls_client_auth (client_id over mutual TLS, for a client registered with it). Public clients get no tokens.`,
     true,
+  );
+
+/** RFC 8705 §2.1: the connection's verified certificate is the client's. */
+function tlsClientAuth(client: RegisteredClient, certificate: PeerCertificate | undefined): Result<RegisteredClient> {
+  if (certificate === undefined) {
+    return invalidClient(
+      `Client ${client.id} authenticates with its client certificate (token_endpoint_auth_method tls_client_auth): send the token request over HTTPS presenting that certificate (mutual TLS), with client_id and no secret.`,
+      false,
+    );
+  }
+  const subject = parseDistinguishedName(certificate.subject) ?? [];
+  const registered = client.tlsSubject;
+  // Without a registered subject the CN is the client id, whatever else the subject says.
+  const matches = registered ? sameName(subject, registered) : certificate.commonName === client.id;
+  if (matches) return { ok: true, value: client };
+  const wanted = registered
+    ? `the subject ${nameText(registered)} (tls_client_auth_subject_dn)`
+    : `the CN ${client.id} (its client id: no tls_client_auth_subject_dn is registered)`;
+  return invalidClient(
+    `The client certificate (subject ${nameText(subject)}) is not client ${client.id}'s: its certificate must have ${wanted}.`,
+    false,
   );
 }
 
@@ -141,6 +179,8 @@ export async function authenticatePresented(
   const { method, clientId } = given;
   const viaHeader = method === "client_secret_basic";
   const client = registry.get(clientId);
+  // client_id alone is an authentication only for a client registered for tls_client_auth.
+  if (method === "tls_client_auth" && client?.authMethod !== "tls_client_auth") return noAuthentication(clientId);
   if (!client)
     return invalidClient(`Unknown client ${clientId}: use a client_id of the clients file (--clients).`, viaHeader);
   if (client.magic === "rate-limited") {
@@ -158,6 +198,13 @@ export async function authenticatePresented(
     const why = client.magic === "disabled" ? "magic client: always disabled" : "disabled: true in the clients file";
     return invalidClient(`Client ${client.id} is disabled (${why}); it gets no tokens.`, viaHeader);
   }
+  if (client.authMethod !== undefined && client.authMethod !== method) {
+    return invalidClient(
+      `Client ${client.id} is registered with token_endpoint_auth_method ${client.authMethod}: authenticate with it, not ${method}.`,
+      viaHeader,
+    );
+  }
+  if (given.method === "tls_client_auth") return tlsClientAuth(client, given.certificate);
   if (given.method === "private_key_jwt") {
     const verified = await verifyClientAssertion(given.assertion, client, assertionCheck);
     if (verified.ok) return verified;

@@ -1,6 +1,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, customFetch, type JSONWebKeySet, type JWTVerifyGetKey } from "jose";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
-import type { ClientsFile } from "./clients-file.js";
+import type { ClientsFile, TOKEN_ENDPOINT_AUTH_METHODS } from "./clients-file.js";
+import { type Attribute, parseDistinguishedName } from "./distinguished-name.js";
 import { MAGIC_CLIENTS, MAGIC_SECRET, type MagicBehaviour } from "./magic-clients.js";
 
 /** A client that may ask for tokens, ready for the token endpoint. */
@@ -16,6 +17,12 @@ export interface RegisteredClient {
   workspace: string;
   disabled: boolean;
   magic: MagicBehaviour | undefined;
+  /** The one method it may authenticate with (token_endpoint_auth_method); undefined: any it has credentials for. */
+  authMethod: (typeof TOKEN_ENDPOINT_AUTH_METHODS)[number] | undefined;
+  /** tls_client_auth: the subject its certificate must have; undefined: a subject whose CN is its id. */
+  tlsSubject: Attribute[] | undefined;
+  /** Its tokens are bound to the certificate they were asked with (tls_client_certificate_bound_access_tokens). */
+  certificateBound: boolean;
 }
 
 export interface ClientRegistry {
@@ -66,6 +73,12 @@ export function clientRegistry(file: ClientsFile, scopes: readonly string[], dep
       workspace: entry.workspace ?? DEFAULT_WORKSPACE,
       disabled: entry.disabled ?? false,
       magic: undefined,
+      authMethod: entry.token_endpoint_auth_method,
+      // Checked by the file's schema: a subject given parses.
+      tlsSubject: entry.tls_client_auth_subject_dn
+        ? (parseDistinguishedName(entry.tls_client_auth_subject_dn) ?? undefined)
+        : undefined,
+      certificateBound: entry.tls_client_certificate_bound_access_tokens ?? false,
     });
   }
   for (const magic of MAGIC_CLIENTS) {
@@ -78,6 +91,9 @@ export function clientRegistry(file: ClientsFile, scopes: readonly string[], dep
       workspace: DEFAULT_WORKSPACE,
       disabled: magic.behaviour === "disabled",
       magic: magic.behaviour,
+      authMethod: undefined,
+      tlsSubject: undefined,
+      certificateBound: false,
     });
   }
   const adminTokens = new Map(

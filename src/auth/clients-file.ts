@@ -4,6 +4,7 @@ import { formatProblem, readYamlFile } from "../config/yaml-file.js";
 import { scopeToken } from "../routing/catalogue.js";
 import { WORKSPACE_NAME_RULE, workspaceName } from "../workspace/workspace-name.js";
 import { CLIENT_ASSERTION_ALGS } from "./client-assertion.js";
+import { parseDistinguishedName } from "./distinguished-name.js";
 import { MAGIC_CLIENTS } from "./magic-clients.js";
 
 /**
@@ -12,6 +13,14 @@ import { MAGIC_CLIENTS } from "./magic-clients.js";
  * types the loader, and is emitted as the JSON Schema editors use
  * (`uae-fhir-sandbox schema clients > docs/clients.schema.json`).
  */
+
+/** RFC 7591 token_endpoint_auth_method values the sandbox takes: the three of every client, and RFC 8705's. */
+export const TOKEN_ENDPOINT_AUTH_METHODS = [
+  "client_secret_basic",
+  "client_secret_post",
+  "private_key_jwt",
+  "tls_client_auth",
+] as const;
 
 /** Hosts a client's `jwksUrl` may name: the sandbox fetches keys from this machine only. */
 const LOCAL_HOSTS = new Set(["127.0.0.1", "localhost", "[::1]"]);
@@ -53,13 +62,52 @@ const clientSchema = z
       .describe("the scopes the client may get (default: every scope of the operations catalogue); [] for none"),
     workspace: workspaceName.optional().describe("the workspace the client's tokens act in (default: default)"),
     disabled: z.boolean().optional().describe("true: token requests are refused with invalid_client"),
+    // RFC 7591 and RFC 8705 registration metadata, under their own names.
+    token_endpoint_auth_method: z
+      .enum(TOKEN_ENDPOINT_AUTH_METHODS)
+      .optional()
+      .describe(
+        "the one way the client authenticates at the token endpoint (RFC 7591); tls_client_auth: its mutual-TLS certificate, no secret (RFC 8705). Default: any way it has credentials for",
+      ),
+    tls_client_auth_subject_dn: z
+      .string()
+      .refine(
+        (dn) => parseDistinguishedName(dn) !== null,
+        'an RFC 4514 distinguished name, e.g. "CN=pharmacy-backend,O=Al Noor Pharmacy,C=AE"',
+      )
+      .optional()
+      .describe(
+        "tls_client_auth: the subject its certificate must have (RFC 4514; attributes in any order). Default: a subject whose CN is the client id",
+      ),
+    tls_client_certificate_bound_access_tokens: z
+      .boolean()
+      .optional()
+      .describe(
+        "true: its tokens are bound to the client certificate they were asked with (cnf x5t#S256, RFC 8705); token requests must come over mutual TLS",
+      ),
   })
   .strict()
   .refine(
-    (c) => c.secret !== undefined || c.jwks !== undefined || c.jwksUrl !== undefined,
-    "a client needs a secret, a jwks or a jwksUrl to authenticate with",
+    (c) =>
+      c.secret !== undefined ||
+      c.jwks !== undefined ||
+      c.jwksUrl !== undefined ||
+      c.token_endpoint_auth_method === "tls_client_auth",
+    "a client needs a secret, a jwks or a jwksUrl to authenticate with, or token_endpoint_auth_method: tls_client_auth",
   )
-  .refine((c) => c.jwks === undefined || c.jwksUrl === undefined, "give jwks or jwksUrl, not both");
+  .refine((c) => c.jwks === undefined || c.jwksUrl === undefined, "give jwks or jwksUrl, not both")
+  .refine(
+    (c) => !c.token_endpoint_auth_method?.startsWith("client_secret") || c.secret !== undefined,
+    "token_endpoint_auth_method client_secret_basic or client_secret_post needs a secret",
+  )
+  .refine(
+    (c) => c.token_endpoint_auth_method !== "private_key_jwt" || c.jwks !== undefined || c.jwksUrl !== undefined,
+    "token_endpoint_auth_method private_key_jwt needs a jwks or a jwksUrl",
+  )
+  .refine(
+    (c) => c.tls_client_auth_subject_dn === undefined || c.token_endpoint_auth_method === "tls_client_auth",
+    "tls_client_auth_subject_dn is read only with token_endpoint_auth_method: tls_client_auth",
+  );
 
 export const clientsFileSchema = z
   .object({

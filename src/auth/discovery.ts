@@ -29,15 +29,19 @@ export function endpointsAt(issuer: string): Endpoints {
   };
 }
 
-/** What both discovery documents say: where the endpoints are, and how clients authenticate and for what. */
-const clientCredentials = (at: Endpoints, scopes: readonly string[]) => ({
+/**
+ * What both discovery documents say: where the endpoints are, and how clients authenticate and for what; with
+ * mutual TLS, RFC 8705's tls_client_auth (§2.3) and certificate-bound tokens (§3.3) too.
+ */
+const clientCredentials = (at: Endpoints, scopes: readonly string[], mutualTls: boolean) => ({
   issuer: at.issuer,
   token_endpoint: at.tokenEndpoint,
   jwks_uri: at.jwksUri,
   scopes_supported: [...scopes],
   grant_types_supported: ["client_credentials"],
-  token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS],
+  token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, ...(mutualTls ? ["tls_client_auth"] : [])],
   token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
+  ...(mutualTls ? { tls_client_certificate_bound_access_tokens: true } : {}),
 });
 
 /**
@@ -47,9 +51,9 @@ const clientCredentials = (at: Endpoints, scopes: readonly string[]) => ({
  * OAuth2 server for the client-credentials grant only: no authorization
  * endpoint, no ID tokens.
  */
-export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[]) {
+export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[], mutualTls = false) {
   // response_types_supported is required by RFC 8414; with no authorization endpoint there is none.
-  return { ...clientCredentials(at, scopes), response_types_supported: [] };
+  return { ...clientCredentials(at, scopes, mutualTls), response_types_supported: [] };
 }
 
 /**
@@ -59,9 +63,9 @@ export function authorizationServerMetadata(at: Endpoints, scopes: readonly stri
  * the authorization endpoint refuses every request, and RS256 is listed because
  * §3 says the list MUST hold it.
  */
-export function openIdConfiguration(at: Endpoints, scopes: readonly string[]) {
+export function openIdConfiguration(at: Endpoints, scopes: readonly string[], mutualTls = false) {
   return {
-    ...authorizationServerMetadata(at, scopes),
+    ...authorizationServerMetadata(at, scopes, mutualTls),
     authorization_endpoint: at.authorizationEndpoint,
     subject_types_supported: ["public"],
     id_token_signing_alg_values_supported: ["RS256"],
@@ -73,9 +77,9 @@ export function openIdConfiguration(at: Endpoints, scopes: readonly string[]) {
  * Services clients read it: token endpoint, client authentication (symmetric
  * and asymmetric), the client-credentials grant and the scopes.
  */
-export function smartConfiguration(at: Endpoints, scopes: readonly string[]) {
+export function smartConfiguration(at: Endpoints, scopes: readonly string[], mutualTls = false) {
   // SMART wants no issuer unless the capabilities include sso-openid-connect, which they do not.
-  const { issuer: _omitted, ...metadata } = clientCredentials(at, scopes);
+  const { issuer: _omitted, ...metadata } = clientCredentials(at, scopes, mutualTls);
   return {
     ...metadata,
     capabilities: ["client-confidential-asymmetric", "client-confidential-symmetric"],

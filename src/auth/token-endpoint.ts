@@ -4,6 +4,7 @@ import type { EdgeEnv } from "../http/edge-env.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { REDACTED, secretParam } from "../journal/redact.js";
 import { jsonText } from "../text/json-text.js";
+import { peerCertificate } from "../tls/peer-certificate.js";
 import { issueAccessToken } from "./access-token.js";
 import type { AssertionCheck } from "./client-assertion.js";
 import { authenticatePresented, presented } from "./client-authentication.js";
@@ -114,8 +115,9 @@ function grantedScopes(
 
 /**
  * POST /oauth2/token: the client-credentials grant (RFC 6749 §4.4) with
- * client_secret_basic, client_secret_post or private_key_jwt; errors as
- * RFC 6749 §5.2.
+ * client_secret_basic, client_secret_post, private_key_jwt or tls_client_auth
+ * (RFC 8705); a certificate-bound client's token carries its certificate's
+ * thumbprint (cnf x5t#S256); errors as RFC 6749 §5.2.
  */
 export function tokenEndpoint(deps: TokenEndpointDeps) {
   return async (c: Context<EdgeEnv>): Promise<Response> => {
@@ -173,7 +175,9 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
 
     const at = deps.endpoints(c);
     const now = deps.now();
-    const given = presented(params, c.req.header("authorization"));
+    // The connection's verified client certificate (mutual TLS), if any: tls_client_auth and certificate binding.
+    const certificate = peerCertificate(c);
+    const given = presented(params, c.req.header("authorization"), certificate);
     // Keyed by client and address together: nobody elsewhere can lock a team's client out by failing with its id.
     const address = deps.address(c);
     const clientKey = given.ok ? `${given.value.clientId}\n${address}` : undefined;
@@ -211,6 +215,17 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
     }
     const scopes = grantedScopes(params.get("scope"), client, deps.scopes);
     if (!Array.isArray(scopes)) return errorAnswer(c, scopes);
+    // RFC 8705 §3.4 leaves a bound client's request without a certificate to the server: refused, so that a client
+    // never holds an unbound token it did not mean to have.
+    if (client.certificateBound && certificate === undefined) {
+      return errorAnswer(
+        c,
+        oauthError(
+          "invalid_request",
+          `Client ${client.id}'s access tokens are bound to its client certificate (tls_client_certificate_bound_access_tokens): ask for a token over HTTPS presenting the certificate (mutual TLS).`,
+        ),
+      );
+    }
 
     // The magic expired-token client gets a token whose exp is its iat: expired at once.
     const lifetimeSeconds = client.magic === "expired-token" ? 0 : Math.max(1, Math.ceil(deps.tokenTtlMs / 1000));
@@ -220,6 +235,7 @@ export function tokenEndpoint(deps: TokenEndpointDeps) {
       now,
       lifetimeSeconds,
       jti: deps.newId(),
+      ...(client.certificateBound && certificate ? { certificateThumbprint: certificate.thumbprintS256 } : {}),
     });
     return tokenJson(c, 200, {
       access_token: token,

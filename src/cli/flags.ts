@@ -264,6 +264,26 @@ export const SERVE_FLAGS: readonly Flag[] = [
     undefined,
     "comma-separated hosts pushes may go to (exact, *.domain, *, IP, CIDR); default any host, and with --auth oauth2 no internal address it does not name",
   ),
+  // Pushes over HTTPS: the client certificate they present and the CAs their receivers are verified against.
+  flag(
+    "push-client-cert",
+    "string",
+    undefined,
+    "PEM client certificate every HTTPS push presents (with --push-client-key)",
+  ),
+  flag("push-client-key", "string", undefined, "PEM private key of --push-client-cert"),
+  flag(
+    "push-client-certs",
+    "string",
+    undefined,
+    "folder of NAME.crt + NAME.key client certificates a pharmacy's subscription may choose by NAME (instead of --push-client-cert)",
+  ),
+  flag(
+    "push-ca",
+    "string",
+    undefined,
+    "PEM CA certificates receivers of HTTPS pushes are verified against, besides the system's",
+  ),
   flag(
     "public-url",
     "url",
@@ -582,6 +602,10 @@ export function resolveServeConfig(
       pushConcurrency: v["push-concurrency"] as number,
       pushBackoffMs: DEFAULT_OPTIONS.pushBackoffMs,
       pushAllow: ((v["push-allow"] as string | undefined) ?? "").split(",").filter(Boolean),
+      pushClientCert: (v["push-client-cert"] as string | undefined) || undefined,
+      pushClientKey: (v["push-client-key"] as string | undefined) || undefined,
+      pushClientCerts: (v["push-client-certs"] as string | undefined) || undefined,
+      pushCa: (v["push-ca"] as string | undefined) || undefined,
       publicUrl: (v["public-url"] as string | undefined) || undefined,
       journalFile: (v["journal-file"] as string | undefined) || undefined,
       stateFile: (v["state-file"] as string | undefined) || undefined,
@@ -595,6 +619,7 @@ export function resolveServeConfig(
       cors,
       corsAdmin: v["cors-admin"] as boolean,
       allowedHosts: allowedHosts.length > 0 ? allowedHosts : undefined,
+      mutualTls: tls?.clientCaFile !== undefined && tls.clientAuth !== "none",
       workspaceFromCert: v["workspace-from-cert"] as boolean,
     },
     log: {

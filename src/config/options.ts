@@ -71,6 +71,14 @@ export interface SandboxOptions {
   pushBackoffMs: number;
   /** Hosts pushes may go to (exact, *.domain, or *); empty allows any. */
   pushAllow: string[];
+  /** PEM client certificate every HTTPS push presents (with pushClientKey); undefined: none. */
+  pushClientCert: string | undefined;
+  /** PEM private key of pushClientCert. */
+  pushClientKey: string | undefined;
+  /** Folder of NAME.crt + NAME.key client certificates a subscription may choose by NAME; undefined: none. */
+  pushClientCerts: string | undefined;
+  /** PEM CA certificates receivers of HTTPS pushes are verified against, besides the system's; undefined: system only. */
+  pushCa: string | undefined;
   /** Upstream base URL: messages no scenario rule answers are forwarded there and recorded. */
   proxy: string | undefined;
   /** Append every recorded call to this NDJSON file as it completes. */
@@ -97,6 +105,11 @@ export interface SandboxOptions {
    * Under mutual TLS without OAuth2: a verified client certificate's CN is the workspace of its messages and reads
    * (a prefix or header naming another is refused 403), as a token's client is under OAuth2.
    */
+  /**
+   * The server asks clients for certificates (the CLI's --tls-client-ca): under OAuth2, discovery offers RFC 8705's
+   * tls_client_auth and certificate-bound tokens. In-process no request has a certificate.
+   */
+  mutualTls: boolean;
   workspaceFromCert: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
@@ -148,6 +161,10 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   pushConcurrency: 32,
   pushBackoffMs: 500,
   pushAllow: [],
+  pushClientCert: undefined,
+  pushClientKey: undefined,
+  pushClientCerts: undefined,
+  pushCa: undefined,
   publicUrl: undefined,
   journalFile: undefined,
   stateFile: undefined,
@@ -157,6 +174,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   cors: [],
   corsAdmin: false,
   allowedHosts: undefined,
+  mutualTls: false,
   workspaceFromCert: false,
   auth: "off",
   clientsFile: undefined,

@@ -13,7 +13,7 @@ export interface SandboxExtension {
   /** FHIRPaths of the elements that may carry it (context of type `element`). */
   context: readonly string[];
   /** The one type of `value[x]`. */
-  valueType: "Duration" | "Money";
+  valueType: "Duration" | "Money" | "string";
 }
 
 /** Where the sandbox puts its extensions: on delivery options, in confirmations (output) and allocations (input). */
@@ -38,6 +38,15 @@ export const SANDBOX_EXTENSIONS = [
     context: DELIVERY_OPTION,
     valueType: "Money",
   },
+  {
+    id: "push-client-certificate",
+    name: "PushClientCertificate",
+    title: "Client certificate of pushes",
+    description:
+      "On a rest-hook Subscription's channel: the name of the client certificate the sandbox presents when it pushes to the endpoint over HTTPS, one of the certificates the sandbox was given (--push-client-certs). What an exchange's onboarding agrees with a pharmacy whose receiver asks for mutual TLS.",
+    context: ["Subscription.channel"],
+    valueType: "string",
+  },
 ] as const satisfies readonly SandboxExtension[];
 
 /** The canonical URL of the estimated-time extension (on delivery options). */
@@ -45,8 +54,11 @@ export const ETA_EXTENSION = canonicalUrl("StructureDefinition", "estimated-time
 /** The canonical URL of the price extension (on delivery options). */
 export const PRICE_EXTENSION = canonicalUrl("StructureDefinition", "price");
 
+/** The canonical URL of the push-client-certificate extension (on Subscription.channel). */
+export const PUSH_CERTIFICATE_EXTENSION = canonicalUrl("StructureDefinition", "push-client-certificate");
+
 /** When the extension definitions last changed (StructureDefinition.date): they are fixed, not generated. */
-export const EXTENSIONS_DATE = "2026-11-23";
+export const EXTENSIONS_DATE = "2026-11-27";
 
 /**
  * The R4 StructureDefinition of a sandbox extension: a constraint on
@@ -97,7 +109,7 @@ export function extensionDefinition(extension: SandboxExtension): StructureDefin
  * Every extension StructureDefinition, in table order.
  *
  * @example
- *   extensionDefinitions().map((sd) => sd.id) // ["estimated-time", "price"]
+ *   extensionDefinitions().map((sd) => sd.id) // ["estimated-time", "price", "push-client-certificate"]
  */
 export function extensionDefinitions(): StructureDefinition[] {
   return SANDBOX_EXTENSIONS.map(extensionDefinition);

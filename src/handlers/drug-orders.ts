@@ -1,5 +1,6 @@
 import type { Organization, Reference, Resource, Subscription, Task } from "fhir/r4.js";
 import type { Message } from "../envelope/message.js";
+import { PUSH_CERTIFICATE_EXTENSION } from "../fhir/extension-definitions.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { OrderWorkflow } from "../orders/order-workflow.js";
 import type { PharmacyRegistry } from "../orders/pharmacy-registry.js";
@@ -13,6 +14,8 @@ export interface DrugOrderDeps {
   pushAllow: readonly string[];
   /** Under --auth oauth2: an endpoint at an internal address --push-allow does not name is refused (CONTRACT §15). */
   guardAddresses: boolean;
+  /** The client certificates a subscription may name (--push-client-certs); undefined: none. */
+  pushCertificates?: { nameProblem(name: string): string | null } | undefined;
   /** Called after a pharmacy subscribed (scenario pushes "on: subscribed"). */
   onSubscribed(licence: string): void;
 }
@@ -86,6 +89,52 @@ function parseHeaders(sub: Subscription, path: string): { headers: Record<string
   return { headers, issues };
 }
 
+/**
+ * The client certificate a Subscription asks pushes to present (the push-client-certificate extension on its
+ * channel): its name, or the issues that refuse it (not a string, several, a name the sandbox does not have, an
+ * endpoint that is not https, where no certificate is ever presented).
+ */
+function certificateOf(
+  sub: Subscription,
+  path: string,
+  deps: DrugOrderDeps,
+): { name: string | undefined; issues: Issue[] } {
+  const found = (sub.channel?.extension ?? []).flatMap((e, i) =>
+    e.url === PUSH_CERTIFICATE_EXTENSION ? [{ e, i }] : [],
+  );
+  if (found.length === 0) return { name: undefined, issues: [] };
+  const { e, i } = found[0] as (typeof found)[number];
+  const at = `${path}.channel.extension[${i}]`;
+  if (found.length > 1) {
+    return { name: undefined, issues: [issue("value", "Name one push client certificate, not several.", at)] };
+  }
+  const name = e.valueString;
+  if (typeof name !== "string" || name === "") {
+    return {
+      name: undefined,
+      issues: [issue("value", "The push-client-certificate extension takes a valueString: a certificate's name.", at)],
+    };
+  }
+  const problem = deps.pushCertificates
+    ? deps.pushCertificates.nameProblem(name)
+    : `the sandbox has no client certificate named ${JSON.stringify(name)}: it was started without --push-client-certs (a folder of NAME.crt and NAME.key files)`;
+  if (problem)
+    return { name, issues: [issue("value", `Cannot present that certificate: ${problem}.`, `${at}.valueString`)] };
+  if (!/^https:/i.test(sub.channel.endpoint ?? "")) {
+    return {
+      name,
+      issues: [
+        issue(
+          "value",
+          `A client certificate is presented only over HTTPS: give an https:// endpoint, or leave the extension out.`,
+          at,
+        ),
+      ],
+    };
+  }
+  return { name, issues: [] };
+}
+
 export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
   const subscribe: Handler = ({ focus, message }, { newId, now }) => {
     const subEntry = focus.find((e) => e.resource.resourceType === "Subscription");
@@ -109,6 +158,8 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
     issues.push(...headerIssues);
     const endpoint = sub.channel.endpoint as string;
     const off = sub.status === "off";
+    const certificate = off ? { name: undefined, issues: [] } : certificateOf(sub, path, deps);
+    issues.push(...certificate.issues);
     if (!URL.canParse(endpoint)) {
       issues.push(
         issue("value", `Subscription.channel.endpoint "${endpoint}" is not a valid URL.`, `${path}.channel.endpoint`),
@@ -147,6 +198,7 @@ export function drugOrderHandlers(deps: DrugOrderDeps): HandlerTable {
       name: org?.name ?? existing?.name,
       endpoint: off ? undefined : endpoint,
       headers: off ? {} : headers,
+      ...(certificate.name !== undefined ? { clientCertificate: certificate.name } : {}),
       source: "subscription",
       subscription: stored,
     });

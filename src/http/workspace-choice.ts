@@ -45,7 +45,7 @@ export function unprefixedPath(path: string): string {
 export interface WorkspaceChoiceDeps {
   workspaces: Workspaces;
   /** With --auth oauth2: reads the bearer token of a message-path request. */
-  authenticate?: (authorization: string | undefined) => Promise<Access>;
+  authenticate?: (authorization: string | undefined, certificate?: PeerCertificate) => Promise<Access>;
   /** Whether a routed path is a message path (where a token decides the workspace). */
   isMessagePath(path: string): boolean;
   /** Whether a routed path is a REST read (where a token decides the workspace too). */
@@ -171,7 +171,8 @@ export function decideWorkspace(
   const decide = (access: Access | undefined) =>
     afterToken(deps, request.routedPath, { named, chosen, inPath, namedWorkspace, anonymous }, access);
   if (deps.authenticate && (deps.isMessagePath(request.routedPath) || deps.isReadPath?.(request.routedPath))) {
-    return deps.authenticate(request.header("authorization")).then(decide);
+    // The certificate too: a token bound to one (RFC 8705) is good only with it.
+    return deps.authenticate(request.header("authorization"), request.certificate).then(decide);
   }
   return decide(undefined);
 }

@@ -11,6 +11,8 @@ export interface Pharmacy {
   endpoint: string | undefined;
   /** Headers sent with every push (from Subscription.channel.header). */
   headers: Record<string, string>;
+  /** The client certificate its pushes present, by --push-client-certs name (its subscription's extension). */
+  clientCertificate?: string;
   /** Where it came from. */
   source: "fixture" | "subscription";
   /** The Subscription as the sandbox holds it (subscriptions only). */

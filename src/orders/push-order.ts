@@ -48,6 +48,7 @@ export async function pushOrder(
     event,
     messageId: header.id,
     events: deps.events,
+    clientCertificate: pharmacy.clientCertificate,
   });
   if (!result.delivered) {
     // Each attempt is a line of the request log; this says the push as a whole is given up.

@@ -4,6 +4,7 @@ import type { SandboxEvents } from "../events.js";
 import { headerRecord } from "../journal/redact.js";
 import type { OutboundInit } from "./outbound-fetch.js";
 import { addressRefusal, hostAllowed, literalAddressRefusal, pushableScheme } from "./push-allow.js";
+import { type PushTls, resetHint, tlsFailure } from "./push-tls.js";
 
 export interface PushSettings {
   /** Per-attempt timeout. */
@@ -21,6 +22,8 @@ export interface PushSettings {
    * that `allow` does not name, checked on the address connected to. Default false: no address check.
    */
   guardAddresses?: boolean;
+  /** --push-client-cert, --push-client-certs, --push-ca: the TLS of https pushes; undefined: Node's defaults. */
+  tls?: PushTls | undefined;
 }
 
 export interface PushDeps {
@@ -54,6 +57,8 @@ export interface Push {
   contentType?: string;
   /** An asynchronous answer: the journal id of the inbound call (answered 202) whose response message this is. */
   respondsTo?: string;
+  /** The client certificate (a --push-client-certs name) its subscription asked to present; default --push-client-cert. */
+  clientCertificate?: string | undefined;
 }
 
 /** Deliveries under way (GET /__admin/health). */
@@ -92,7 +97,8 @@ const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, 
  * retried with exponential backoff and jitter on connection errors,
  * timeouts and 5xx (also 408 and 429), never on other answers; redirects are
  * not followed. Under --auth oauth2 the address connected to is checked
- * (`guardAddresses`): a refused one fails the push at once, not retried. Every attempt is announced as an outbound call, the push's
+ * (`guardAddresses`): a refused one fails the push at once, not retried; so does a TLS failure (the receiver's
+ * certificate not verified, or the sandbox's refused), which no retry mends. Every attempt is announced as an outbound call, the push's
  * headers marked secret for the journal to redact. `deliver`
  * never rejects, so a bad receiver cannot break the caller.
  */
@@ -125,7 +131,7 @@ export class PushDispatcher {
   }
 
   async #deliver(push: Push): Promise<PushResult> {
-    const refused = this.refusal(push.target);
+    const refused = this.refusal(push.target) ?? this.#certificateRefusal(push);
     if (refused) {
       this.#record(push, 1, this.deps.now(), 0, null, refused);
       return { delivered: false, attempts: 1, status: null, error: refused };
@@ -151,6 +157,16 @@ export class PushDispatcher {
     }
     const literal = guardAddresses ? literalAddressRefusal(target, allow) : null;
     return literal ? `target ${target} is refused: ${literal}` : null;
+  }
+
+  /** Why a push's certificate cannot be presented (a name the sandbox no longer has, e.g. after a restart), or null. */
+  #certificateRefusal(push: Push): string | null {
+    if (push.clientCertificate === undefined) return null;
+    const { tls } = this.settings;
+    const problem = tls
+      ? tls.nameProblem(push.clientCertificate)
+      : `the sandbox has no client certificate named ${JSON.stringify(push.clientCertificate)}: it was started without --push-client-certs`;
+    return problem ? `target ${push.target} is refused: ${problem}` : null;
   }
 
   /** The address a guarded push connects to: the host resolved, then checked; a refusal rejects. */
@@ -186,6 +202,7 @@ export class PushDispatcher {
         redirect: "manual",
         signal: controller.signal,
         ...(this.settings.guardAddresses ? { connectTo: (host: string) => this.#connectTo(host) } : {}),
+        ...this.#tlsOf(push),
       };
       const res = await this.deps.fetch(push.target, init);
       const text = await answerPrefix(res);
@@ -203,17 +220,25 @@ export class PushDispatcher {
       return { delivered, retry, status: res.status, error: delivered ? null : `answered ${res.status}` };
     } catch (error) {
       clearTimeout(timer);
-      if (error instanceof PushRefused) {
-        const message = `target ${push.target} is refused: ${error.message}`;
+      const tls = tlsFailure(error);
+      if (error instanceof PushRefused || tls) {
+        const message = tls ?? `target ${push.target} is refused: ${(error as Error).message}`;
         this.#record(push, attempt, at, this.deps.monotonic() - started, null, message);
         return { delivered: false, retry: false, status: null, error: message };
       }
       const message = controller.signal.aborted
         ? `no answer within ${this.settings.timeoutMs} ms`
-        : describeNetworkError(error);
+        : `${describeNetworkError(error)}${resetHint(error, /^https:/i.test(push.target))}`;
       this.#record(push, attempt, at, this.deps.monotonic() - started, null, message);
       return { delivered: false, retry: true, status: null, error: message };
     }
+  }
+
+  /** The TLS context of an https push: its certificate and the CAs to verify the receiver with (none for http). */
+  #tlsOf(push: Push): Pick<OutboundInit, "secureContext"> {
+    if (!push.target.toLowerCase().startsWith("https:")) return {};
+    const context = this.settings.tls?.contextFor(push.clientCertificate);
+    return context && !(context instanceof Error) ? { secureContext: context } : {};
   }
 
   #record(

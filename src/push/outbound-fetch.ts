@@ -2,6 +2,7 @@ import { request as httpRequest, type RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import { Readable } from "node:stream";
+import type { SecureContext } from "node:tls";
 
 /**
  * fetch's options plus `connectTo`: given the URL's host (IPv6 without brackets), the address to connect to —
@@ -9,6 +10,11 @@ import { Readable } from "node:stream";
  */
 export interface OutboundInit extends RequestInit {
   connectTo?: (host: string) => Promise<string>;
+  /**
+   * For an https URL: the TLS context to connect with (a client certificate to present, the CAs to verify the
+   * receiver against: see PushTls). Ignored for http.
+   */
+  secureContext?: SecureContext;
 }
 
 /**
@@ -16,27 +22,35 @@ export interface OutboundInit extends RequestInit {
  * (a push under `--auth oauth2`) is made with node:http(s) to exactly the address `connectTo` gave. The address
  * checked is then the address connected to: a name that resolves (or re-resolves) elsewhere between a check and
  * the connection cannot slip through, which fetch (undici, whose DNS lookup cannot be replaced without the
- * undici package) does not allow. Redirects are never followed (each answer is the receiver's own).
+ * undici package) does not allow. So is a request given `secureContext` (a push presenting a client certificate or
+ * verifying its receiver against --push-ca), which fetch cannot take either. Redirects are never followed (each
+ * answer is the receiver's own).
  *
  * @example
  *   await outboundFetch("http://pharmacy.test/hook", { method: "POST", body, connectTo: async () => "203.0.113.5" })
  */
 export const outboundFetch: typeof fetch = (input, init) => {
-  const connectTo = (init as OutboundInit | undefined)?.connectTo;
-  if (!connectTo) return fetch(input, init);
+  const { connectTo, secureContext } = (init as OutboundInit | undefined) ?? {};
+  if (!connectTo && !secureContext) return fetch(input, init);
   if (typeof input !== "string" && !(input instanceof URL)) {
-    return Promise.reject(new TypeError("outboundFetch with connectTo takes a URL, not a Request"));
+    return Promise.reject(new TypeError("outboundFetch with connectTo or secureContext takes a URL, not a Request"));
   }
-  return requestAt(new URL(input), init ?? {}, connectTo);
+  // Without an address check the name is connected to as it is: Node resolves it, as fetch would.
+  return requestAt(new URL(input), init ?? {}, connectTo ?? (async (host) => host), secureContext);
 };
 
-async function requestAt(url: URL, init: RequestInit, connectTo: (host: string) => Promise<string>): Promise<Response> {
+async function requestAt(
+  url: URL,
+  init: RequestInit,
+  connectTo: (host: string) => Promise<string>,
+  secureContext: SecureContext | undefined,
+): Promise<Response> {
   const secure = url.protocol === "https:";
   if (!secure && url.protocol !== "http:") throw new TypeError(`only http and https URLs, not ${url.protocol}`);
   // As fetch does: credentials in a URL are refused, never sent.
   if (url.username || url.password) throw new TypeError(`the URL ${url.href} includes credentials`);
   if (init.body !== undefined && init.body !== null && typeof init.body !== "string") {
-    throw new TypeError("outboundFetch with connectTo takes a string body");
+    throw new TypeError("outboundFetch with connectTo or secureContext takes a string body");
   }
   const signal = init.signal ?? undefined;
   signal?.throwIfAborted();
@@ -50,7 +64,7 @@ async function requestAt(url: URL, init: RequestInit, connectTo: (host: string) 
   headers.host = url.host;
   const body = init.body ?? undefined;
   if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-  const options: RequestOptions & { servername?: string } = {
+  const options: RequestOptions & { servername?: string; secureContext?: SecureContext } = {
     host: address,
     port: url.port || (secure ? 443 : 80),
     path: `${url.pathname}${url.search}`,
@@ -61,6 +75,7 @@ async function requestAt(url: URL, init: RequestInit, connectTo: (host: string) 
     ...(signal ? { signal } : {}),
     // TLS checks the certificate against the name asked for, not the address connected to.
     ...(secure && isIP(host) === 0 ? { servername: host } : {}),
+    ...(secure && secureContext ? { secureContext } : {}),
   };
   return new Promise<Response>((resolve, reject) => {
     const req = (secure ? httpsRequest : httpRequest)(options, (res) => {

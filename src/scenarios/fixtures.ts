@@ -58,6 +58,7 @@ export function applyFixtures(scenarios: readonly LoadedScenario[], targets: Fix
         name: p.name,
         endpoint: p.endpoint,
         headers: p.headers ?? {},
+        ...(p.clientCertificate !== undefined ? { clientCertificate: p.clientCertificate } : {}),
         source: "fixture",
       });
     }

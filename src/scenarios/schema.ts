@@ -263,6 +263,13 @@ const pharmacyFixtureSchema = z
       .optional()
       .describe("rest-hook endpoint that receives pushes"),
     headers: z.record(z.string(), z.string()).optional().describe("headers sent with every push"),
+    clientCertificate: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "a certificate's name: letters, digits, . _ -")
+      .optional()
+      .describe(
+        "the client certificate its HTTPS pushes present: a name of --push-client-certs (default: --push-client-cert)",
+      ),
   })
   .strict();
 

@@ -258,6 +258,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       pharmacies,
       pushAllow: options.pushAllow,
       guardAddresses: options.auth === "oauth2",
+      pushCertificates: shared.dispatcher.settings.tls,
       onSubscribed: (licence) => pushes.subscribed(licence),
     }),
     ...deps.handlers,

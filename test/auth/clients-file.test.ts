@@ -51,6 +51,36 @@ const BROKEN: Array<{ name: string; yaml: string; at: string; says: string }> = 
     says: "clients.0: give jwks or jwksUrl, not both",
   },
   {
+    name: "an RFC 8705 subject DN that is no distinguished name",
+    yaml: 'clients:\n  - id: backend\n    token_endpoint_auth_method: tls_client_auth\n    tls_client_auth_subject_dn: "pharmacy backend"\n',
+    at: "4:33",
+    says: 'clients.0.tls_client_auth_subject_dn: an RFC 4514 distinguished name, e.g. "CN=pharmacy-backend,O=Al Noor Pharmacy,C=AE"',
+  },
+  {
+    name: "a subject DN without tls_client_auth",
+    yaml: "clients:\n  - id: backend\n    secret: s\n    tls_client_auth_subject_dn: CN=backend\n",
+    at: "2:5",
+    says: "clients.0: tls_client_auth_subject_dn is read only with token_endpoint_auth_method: tls_client_auth",
+  },
+  {
+    name: "an auth method the sandbox does not have",
+    yaml: "clients:\n  - id: backend\n    secret: s\n    token_endpoint_auth_method: self_signed_tls_client_auth\n",
+    at: "4:33",
+    says: "clients.0.token_endpoint_auth_method:",
+  },
+  {
+    name: "client_secret_basic without a secret",
+    yaml: "clients:\n  - id: backend\n    token_endpoint_auth_method: client_secret_basic\n    jwksUrl: http://127.0.0.1:9/jwks\n",
+    at: "2:5",
+    says: "clients.0: token_endpoint_auth_method client_secret_basic or client_secret_post needs a secret",
+  },
+  {
+    name: "bound tokens that are not a boolean",
+    yaml: "clients:\n  - id: backend\n    secret: s\n    tls_client_certificate_bound_access_tokens: yes please\n",
+    at: "4:49",
+    says: "clients.0.tls_client_certificate_bound_access_tokens:",
+  },
+  {
     name: "the same client id twice",
     yaml: "clients:\n  - { id: clinic, secret: a }\n  - { id: clinic, secret: b }\n",
     at: "3:11",

@@ -31,9 +31,22 @@ async function get(app: Hono, path: string) {
   return { res, body: (await res.json()) as any };
 }
 
+const DELIVERY_OPTION = [
+  { type: "element", expression: "Task.input" },
+  { type: "element", expression: "Task.output" },
+];
+const PUSH_CERTIFICATE = "https://uae-fhir-sandbox.example/fhir/StructureDefinition/push-client-certificate";
+
 const EXPECTED = [
-  { id: "estimated-time", url: ETA, valueType: "Duration" },
-  { id: "price", url: PRICE, valueType: "Money" },
+  { id: "estimated-time", url: ETA, valueType: "Duration", context: DELIVERY_OPTION },
+  { id: "price", url: PRICE, valueType: "Money", context: DELIVERY_OPTION },
+  // A pharmacy's subscription names the client certificate its HTTPS pushes present.
+  {
+    id: "push-client-certificate",
+    url: PUSH_CERTIFICATE,
+    valueType: "string",
+    context: [{ type: "element", expression: "Subscription.channel" }],
+  },
 ];
 
 describe("GET /uae-fhir/r4/StructureDefinition/{id}: the sandbox's extensions (CONTRACT §12)", () => {
@@ -54,10 +67,7 @@ describe("GET /uae-fhir/r4/StructureDefinition/{id}: the sandbox's extensions (C
       type: "Extension",
       baseDefinition: "http://hl7.org/fhir/StructureDefinition/Extension",
       derivation: "constraint",
-      context: [
-        { type: "element", expression: "Task.input" },
-        { type: "element", expression: "Task.output" },
-      ],
+      context: expected.context,
     });
     expect(sd.name).toMatch(/^[A-Z]([A-Za-z0-9_]){0,254}$/);
     expect(sd.date).toMatch(/^\d{4}-\d{2}-\d{2}/);
@@ -72,15 +82,16 @@ describe("GET /uae-fhir/r4/StructureDefinition/{id}: the sandbox's extensions (C
     expect(emittedProblems(sd)).toEqual([]);
   });
 
-  it("GET .../StructureDefinition is a searchset of both", async () => {
+  it("GET .../StructureDefinition is a searchset of all three", async () => {
     const { res, body } = await get(sandbox(), "/uae-fhir/r4/StructureDefinition");
     const bundle = body as Bundle;
 
     expect(res.status).toBe(200);
-    expect(bundle).toMatchObject({ resourceType: "Bundle", type: "searchset", total: 2 });
+    expect(bundle).toMatchObject({ resourceType: "Bundle", type: "searchset", total: 3 });
     expect(bundle.entry?.map((e) => [e.fullUrl, e.search?.mode])).toEqual([
       ["http://localhost/uae-fhir/r4/StructureDefinition/estimated-time", "match"],
       ["http://localhost/uae-fhir/r4/StructureDefinition/price", "match"],
+      ["http://localhost/uae-fhir/r4/StructureDefinition/push-client-certificate", "match"],
     ]);
     expect(emittedProblems(bundle)).toEqual([]);
   });
