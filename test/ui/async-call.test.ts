@@ -39,7 +39,8 @@ describe("an asynchronous message on the dashboard", { timeout: UI_TEST_TIMEOUT_
     const legs = page.getByRole("region", { name: "Calls of this message" });
     const delivery = legs.getByRole("row").filter({ hasText: "outbound (attempt 1)" }).getByRole("link");
     await delivery.click();
-    await page.getByRole("link", { name: `call ${inbound}` }).waitFor();
+    // The call's facts (a description list) name the call it answers; the table of the message's calls links it too.
+    await page.locator("dl").getByRole("link", { name: `call ${inbound}`, exact: true }).waitFor();
     await page.getByText("its asynchronous answer (the message was answered 202)").waitFor();
   });
 });
