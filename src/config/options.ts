@@ -110,6 +110,11 @@ export interface SandboxOptions {
    * tls_client_auth and certificate-bound tokens. In-process no request has a certificate.
    */
   mutualTls: boolean;
+  /**
+   * The server certificate's file (the CLI's --tls-cert): a certificate of pushClientCerts equal to it is never
+   * offered, so no subscription can make a push prove possession of the HTTPS server's key.
+   */
+  tlsCertFile: string | undefined;
   workspaceFromCert: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
@@ -175,6 +180,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   corsAdmin: false,
   allowedHosts: undefined,
   mutualTls: false,
+  tlsCertFile: undefined,
   workspaceFromCert: false,
   auth: "off",
   clientsFile: undefined,
