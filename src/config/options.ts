@@ -107,7 +107,8 @@ export interface SandboxOptions {
    */
   /**
    * The server asks clients for certificates (the CLI's --tls-client-ca): under OAuth2, discovery offers RFC 8705's
-   * tls_client_auth and certificate-bound tokens. In-process no request has a certificate.
+   * tls_client_auth and certificate-bound tokens at an HTTPS token endpoint (its own, or as mtls_endpoint_aliases
+   * when read over plain HTTP). In-process no request has a certificate.
    */
   mutualTls: boolean;
   /**
