@@ -157,6 +157,7 @@ export function createApp(
     clientKey: options.pushClientKey,
     clientCerts: options.pushClientCerts,
     ca: options.pushCa,
+    serverCert: options.tlsCertFile,
   });
   if (options.corsAdmin && (options.cors.length === 0 || options.adminToken === undefined)) {
     throw new Error(

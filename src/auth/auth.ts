@@ -19,6 +19,7 @@ import {
   type Endpoints,
   endpointsAt,
   JWKS_PATH,
+  type MutualTlsAt,
   openIdConfiguration,
   smartConfiguration,
   TOKEN_PATH,
@@ -263,19 +264,29 @@ export function createAuth(config: AuthConfig, deps: AuthDeps): Auth {
           ),
         ),
       );
-      const mtls = config.mutualTls ?? false;
-      app.get("/.well-known/openid-configuration", (c) =>
-        jsonResponse(openIdConfiguration(endpoints(c.req.url), config.scopes, mtls)),
-      );
-      app.get("/.well-known/oauth-authorization-server", (c) =>
-        jsonResponse(authorizationServerMetadata(endpoints(c.req.url), config.scopes, mtls)),
-      );
+      // Mutual TLS works over HTTPS only: a document served over plain HTTP (--tls-port's other port) names the
+      // HTTPS token endpoint as its RFC 8705 §5 alias; without an HTTPS URL to name, it offers no mutual TLS.
+      const mtls = (at: Endpoints): MutualTlsAt | undefined => {
+        if (!config.mutualTls) return undefined;
+        if (at.tokenEndpoint.startsWith("https:")) return { tokenEndpoint: at.tokenEndpoint };
+        const secure = deps.listeningUrl();
+        return secure.startsWith("https:")
+          ? { tokenEndpoint: endpointsAt(new URL(secure).origin).tokenEndpoint }
+          : undefined;
+      };
+      const document = (
+        of: (at: Endpoints, scopes: readonly string[], mutualTls?: MutualTlsAt) => object,
+        requestUrl: string,
+      ) => {
+        const at = endpoints(requestUrl);
+        return jsonResponse(of(at, config.scopes, mtls(at)));
+      };
+      app.get("/.well-known/openid-configuration", (c) => document(openIdConfiguration, c.req.url));
+      app.get("/.well-known/oauth-authorization-server", (c) => document(authorizationServerMetadata, c.req.url));
       // SMART puts its document under the FHIR base; the contract also names the root.
       const smartPaths = ["", ...FHIR_BASES.map((base) => `${config.basePath}${base}`)];
       for (const prefix of smartPaths) {
-        app.get(`${prefix}/.well-known/smart-configuration`, (c) =>
-          jsonResponse(smartConfiguration(endpoints(c.req.url), config.scopes, mtls)),
-        );
+        app.get(`${prefix}/.well-known/smart-configuration`, (c) => document(smartConfiguration, c.req.url));
       }
     },
   };

@@ -29,11 +29,18 @@ export function endpointsAt(issuer: string): Endpoints {
   };
 }
 
+/** Where mutual TLS works: the token endpoint a client presenting its certificate calls (an https: URL). */
+export interface MutualTlsAt {
+  tokenEndpoint: string;
+}
+
 /**
  * What both discovery documents say: where the endpoints are, and how clients authenticate and for what; with
- * mutual TLS, RFC 8705's tls_client_auth (§2.3) and certificate-bound tokens (§3.3) too.
+ * mutual TLS, RFC 8705's tls_client_auth (§2.3) and certificate-bound tokens (§3.3) too, and, when the document's
+ * own token endpoint cannot take a certificate (the plain-HTTP port of --tls-port), the HTTPS one as an
+ * mtls_endpoint_aliases entry (§5), which a client doing mutual TLS uses instead.
  */
-const clientCredentials = (at: Endpoints, scopes: readonly string[], mutualTls: boolean) => ({
+const clientCredentials = (at: Endpoints, scopes: readonly string[], mutualTls: MutualTlsAt | undefined) => ({
   issuer: at.issuer,
   token_endpoint: at.tokenEndpoint,
   jwks_uri: at.jwksUri,
@@ -42,6 +49,9 @@ const clientCredentials = (at: Endpoints, scopes: readonly string[], mutualTls: 
   token_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS, ...(mutualTls ? ["tls_client_auth"] : [])],
   token_endpoint_auth_signing_alg_values_supported: [...CLIENT_ASSERTION_ALGS],
   ...(mutualTls ? { tls_client_certificate_bound_access_tokens: true } : {}),
+  ...(mutualTls && mutualTls.tokenEndpoint !== at.tokenEndpoint
+    ? { mtls_endpoint_aliases: { token_endpoint: mutualTls.tokenEndpoint } }
+    : {}),
 });
 
 /**
@@ -51,7 +61,7 @@ const clientCredentials = (at: Endpoints, scopes: readonly string[], mutualTls: 
  * OAuth2 server for the client-credentials grant only: no authorization
  * endpoint, no ID tokens.
  */
-export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[], mutualTls = false) {
+export function authorizationServerMetadata(at: Endpoints, scopes: readonly string[], mutualTls?: MutualTlsAt) {
   // response_types_supported is required by RFC 8414; with no authorization endpoint there is none.
   return { ...clientCredentials(at, scopes, mutualTls), response_types_supported: [] };
 }
@@ -63,7 +73,7 @@ export function authorizationServerMetadata(at: Endpoints, scopes: readonly stri
  * the authorization endpoint refuses every request, and RS256 is listed because
  * §3 says the list MUST hold it.
  */
-export function openIdConfiguration(at: Endpoints, scopes: readonly string[], mutualTls = false) {
+export function openIdConfiguration(at: Endpoints, scopes: readonly string[], mutualTls?: MutualTlsAt) {
   return {
     ...authorizationServerMetadata(at, scopes, mutualTls),
     authorization_endpoint: at.authorizationEndpoint,
@@ -77,7 +87,7 @@ export function openIdConfiguration(at: Endpoints, scopes: readonly string[], mu
  * Services clients read it: token endpoint, client authentication (symmetric
  * and asymmetric), the client-credentials grant and the scopes.
  */
-export function smartConfiguration(at: Endpoints, scopes: readonly string[], mutualTls = false) {
+export function smartConfiguration(at: Endpoints, scopes: readonly string[], mutualTls?: MutualTlsAt) {
   // SMART wants no issuer unless the capabilities include sso-openid-connect, which they do not.
   const { issuer: _omitted, ...metadata } = clientCredentials(at, scopes, mutualTls);
   return {

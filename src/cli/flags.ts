@@ -620,6 +620,7 @@ export function resolveServeConfig(
       corsAdmin: v["cors-admin"] as boolean,
       allowedHosts: allowedHosts.length > 0 ? allowedHosts : undefined,
       mutualTls: tls?.clientCaFile !== undefined && tls.clientAuth !== "none",
+      tlsCertFile: tls?.certFile,
       workspaceFromCert: v["workspace-from-cert"] as boolean,
     },
     log: {

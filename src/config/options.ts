@@ -107,9 +107,15 @@ export interface SandboxOptions {
    */
   /**
    * The server asks clients for certificates (the CLI's --tls-client-ca): under OAuth2, discovery offers RFC 8705's
-   * tls_client_auth and certificate-bound tokens. In-process no request has a certificate.
+   * tls_client_auth and certificate-bound tokens at an HTTPS token endpoint (its own, or as mtls_endpoint_aliases
+   * when read over plain HTTP). In-process no request has a certificate.
    */
   mutualTls: boolean;
+  /**
+   * The server certificate's file (the CLI's --tls-cert): a certificate of pushClientCerts equal to it is never
+   * offered, so no subscription can make a push prove possession of the HTTPS server's key.
+   */
+  tlsCertFile: string | undefined;
   workspaceFromCert: boolean;
   /** Simulated OAuth2 on the message paths (CONTRACT §13), or none. */
   auth: "off" | "oauth2";
@@ -175,6 +181,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   corsAdmin: false,
   allowedHosts: undefined,
   mutualTls: false,
+  tlsCertFile: undefined,
   workspaceFromCert: false,
   auth: "off",
   clientsFile: undefined,

@@ -13,6 +13,30 @@ export interface PushTlsFiles {
   clientCerts?: string | undefined;
   /** --push-ca: CA certificates (PEM) receivers are verified against, besides the system's. */
   ca?: string | undefined;
+  /** --tls-cert: the sandbox's own server certificate, never offered from --push-client-certs. */
+  serverCert?: string | undefined;
+}
+
+/** RFC 5280 4.2.1.12's id-kp-clientAuth. */
+const CLIENT_AUTH = "1.3.6.1.5.5.7.3.2";
+/** anyExtendedKeyUsage: a certificate for any purpose. */
+const ANY_PURPOSE = "2.5.29.37.0";
+
+/**
+ * Why a certificate of --push-client-certs is not a client's, or null when it is. A CA's (the certs command's ca.crt)
+ * is not; neither is one whose extended key usage leaves out clientAuth (the certs command's server.crt: serverAuth
+ * only), which a receiver would refuse anyway, nor the sandbox's own server certificate: offering it would let any
+ * subscription make pushes prove possession of the HTTPS server's key. Without the extension a certificate is for
+ * any purpose (RFC 5280 4.2.1.12), so it is offered.
+ */
+function notAClient(cert: X509Certificate, serverFingerprint: string | undefined): string | null {
+  if (cert.ca) return "a CA's certificate";
+  if (serverFingerprint !== undefined && cert.fingerprint256 === serverFingerprint) return "the --tls-cert certificate";
+  const usages = cert.keyUsage; // Node's name for the extended key usages
+  if (usages !== undefined && !usages.includes(CLIENT_AUTH) && !usages.includes(ANY_PURPOSE)) {
+    return "a certificate not for client authentication (no clientAuth extended key usage)";
+  }
+  return null;
 }
 
 /** A client certificate the sandbox can present, ready for a connection. */
@@ -65,6 +89,8 @@ function certificates(text: string, file: string, flag: string): string[] {
  */
 export class PushTls {
   readonly #identities = new Map<string, Identity>();
+  /** The folder's certificates not offered, by name: why (for a subscription that names one). */
+  readonly #skipped = new Map<string, string>();
   readonly #default: Identity | undefined;
   /** Without a client certificate: only the trust store (or Node's default when no --push-ca). */
   readonly #anonymous: tls.SecureContext | undefined;
@@ -97,6 +123,10 @@ export class PushTls {
       }
     }
     if (files.clientCerts) {
+      const serverPem = files.serverCert
+        ? certificates(read(files.serverCert, "--tls-cert"), files.serverCert, "--tls-cert")[0]
+        : undefined;
+      const serverFingerprint = serverPem ? new X509Certificate(serverPem).fingerprint256 : undefined;
       let entries: string[];
       try {
         entries = readdirSync(files.clientCerts);
@@ -108,15 +138,19 @@ export class PushTls {
       for (const entry of entries.filter((e) => e.endsWith(".crt")).sort()) {
         const name = entry.slice(0, -".crt".length);
         if (!NAME.test(name)) continue;
+        const certFile = join(files.clientCerts, entry);
+        const pem = certificates(read(certFile, "--push-client-certs"), certFile, "--push-client-certs")[0] ?? "";
+        const why = notAClient(new X509Certificate(pem), serverFingerprint);
+        if (why !== null) {
+          this.#skipped.set(name, why);
+          continue;
+        }
         const keyFile = join(files.clientCerts, `${name}.key`);
         if (!entries.includes(`${name}.key`)) {
           throw new Error(
             `--push-client-certs ${JSON.stringify(files.clientCerts)}: ${entry} has no ${name}.key beside it (each certificate NAME.crt needs its key NAME.key)`,
           );
         }
-        const certFile = join(files.clientCerts, entry);
-        // A CA's certificate (the certs command's ca.crt beside the clients') is no client's: not offered.
-        if (new X509Certificate(read(certFile, "--push-client-certs")).ca) continue;
         this.#identities.set(name, identity(certFile, keyFile, "--push-client-certs"));
       }
     }
@@ -150,6 +184,11 @@ export class PushTls {
   nameProblem(name: string): string | null {
     if (this.#identities.has(name)) return null;
     const known = this.names();
+    const skipped = this.#skipped.get(name);
+    const has = known.length === 0 ? "it has none" : `it has ${known.map((n) => JSON.stringify(n)).join(", ")}`;
+    if (skipped !== undefined) {
+      return `the sandbox does not present ${name}.crt of --push-client-certs: ${skipped}, not a client's; ${has}`;
+    }
     return known.length === 0
       ? `the sandbox has no client certificate named ${JSON.stringify(name)}: it was started without --push-client-certs (a folder of NAME.crt and NAME.key files)`
       : `the sandbox has no client certificate named ${JSON.stringify(name)}; it has ${known.map((n) => JSON.stringify(n)).join(", ")} (--push-client-certs)`;

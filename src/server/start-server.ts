@@ -8,6 +8,7 @@ import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limit
 import type { SandboxLogger } from "../log/logger.js";
 import { counted } from "../text/plural.js";
 import { type ClientRefusal, certificateRefusal, NO_CERTIFICATE, PLAIN_HTTP } from "../tls/client-refusal.js";
+import { refusalLog } from "../tls/refusal-log.js";
 import type { TlsListen } from "../tls/server-tls.js";
 
 export interface ListenOptions {
@@ -161,8 +162,8 @@ function listenOn(server: Server, port: number, host: string | undefined, scheme
 /**
  * An HTTPS server with the same limits. With a client CA: `required` lets OpenSSL refuse a connection without a
  * certificate in the handshake (a certificate_required alert); Node verifies a certificate given after the handshake
- * and closes the connection before any request when it does not verify, in either mode. Each refusal is a log line
- * that says which.
+ * and closes the connection before any request when it does not verify, in either mode. Refusals are logged saying
+ * which, throttled per reason (refusalLog).
  */
 function httpsServer(options: ServerOptions, tls: TlsListen, limits: ServerLimits, logger: SandboxLogger): Server {
   const clientAuth = tls.clientAuth ?? (tls.clientCa !== undefined ? "required" : "none");
@@ -176,16 +177,10 @@ function httpsServer(options: ServerOptions, tls: TlsListen, limits: ServerLimit
     handshakeTimeout: limits.headersTimeoutMs,
     ...(asks ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: clientAuth === "required" } : {}),
   });
-  const refused = (refusal: ClientRefusal, peer: string | undefined) => {
-    // An IPv4 peer on a dual-stack socket reads ::ffff:127.0.0.1: logged as 127.0.0.1, as the request log does.
-    const address = peer?.replace(/^::ffff:(?=\d+\.\d+\.\d+\.\d+$)/, "");
-    logger.warn(`TLS: refused ${refusal.message}${address ? ` from ${address}` : ""}`, {
-      event: "tls-refused",
-      reason: refusal.reason,
-      code: refusal.code,
-      ...(address ? { address } : {}),
-    });
-  };
+  const log = refusalLog(logger);
+  const refused = (refusal: ClientRefusal, peer: string | undefined) => log.refused(refusal, peer);
+  // Counts not said yet are said as the server stops, before the line that it stopped.
+  server.on("close", () => log.flush());
   server.on("tlsClientError", (error: Error & { code?: string }, socket: TLSSocket) => {
     if (error.code === NO_CERTIFICATE.code) refused(NO_CERTIFICATE, socket.remoteAddress);
     else if (error.code === PLAIN_HTTP.code) refused(PLAIN_HTTP, socket.remoteAddress);

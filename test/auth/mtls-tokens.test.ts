@@ -1,5 +1,7 @@
 import { createHash, X509Certificate } from "node:crypto";
+import { once } from "node:events";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:http";
 import { request } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -22,13 +24,18 @@ import { envelope } from "../support/messages.js";
 let dir: string;
 let caPem: string;
 const certs: Record<string, IssuedCertificate> = {};
+/** The HTTPS port's URL (--tls-port), where certificates are asked for. */
 let url: string;
+/** The plain-HTTP port's (--port) of the same sandbox, where no certificate can come. */
+let plainUrl: string;
+/** Where asynchronous answers go: a receiver on 127.0.0.1 that takes them. */
+let answers: Server;
 
 const CLIENTS = `clients:
   - id: pharmacy-mtls
     token_endpoint_auth_method: tls_client_auth
     tls_client_certificate_bound_access_tokens: true
-    scopes: [drug-orders]
+    scopes: [drug-orders, patient-profile.read]
   - id: clinic
     token_endpoint_auth_method: tls_client_auth
     tls_client_auth_subject_dn: "CN=clinic-ehr-01"
@@ -70,12 +77,24 @@ beforeAll(async () => {
     file("ca.crt", ca.certPem),
     "--tls-client-auth",
     "optional",
+    // HTTPS on its own port and plain HTTP on --port, as while a client moves to HTTPS.
+    "--tls-port",
+    "0",
+    "--push-allow",
+    "*,127.0.0.1",
   ];
-  ({ url } = await startCli(args));
+  answers = createServer((req, res) => req.resume().on("end", () => res.writeHead(200).end()));
+  answers.listen(0, "127.0.0.1");
+  await once(answers, "listening");
+  const { child } = await startCli(args);
+  const [, https, http] = await child.waitForOutput(/listening on (https:\/\/[^\s"]+) and (http:\/\/[^\s"]+)/);
+  url = https as string;
+  plainUrl = http as string;
 }, PROCESS_TIMEOUT_MS * 2);
 
 afterAll(async () => {
   await killStray();
+  await new Promise((resolve) => answers?.close(resolve));
   rmSync(dir, { recursive: true, force: true });
 });
 
@@ -121,6 +140,18 @@ function call(
     req.on("error", reject);
     req.end(options.body);
   });
+}
+
+/** A GET on the plain-HTTP port, where no certificate can come. */
+async function plainGet(path: string, headers: Record<string, string> = {}) {
+  const res = await fetch(`${plainUrl}${path}`, { headers });
+  const text = await res.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {}
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON
+  return { status: res.status, headers: res.headers, text, json: json as any };
 }
 
 const FORM = { "content-type": "application/x-www-form-urlencoded" };
@@ -219,5 +250,80 @@ describe("RFC 8705 under --auth oauth2, over HTTPS with client certificates", ()
     );
     const posted = await token("grant_type=client_credentials&client_id=post-only&client_secret=post-only-secret");
     expect(posted.status, posted.text).toBe(200);
+  });
+  it("discovery on the plain-HTTP port of --tls-port names the HTTPS token endpoint as the mutual-TLS alias (RFC 8705 §5)", async () => {
+    const https = new URL(url);
+    for (const path of [
+      "/.well-known/oauth-authorization-server",
+      "/.well-known/openid-configuration",
+      "/uae-fhir/r4/.well-known/smart-configuration",
+    ]) {
+      const plain = await plainGet(path);
+      expect(plain.status, path).toBe(200);
+      // The conventional endpoint is where the document was read; a client doing mutual TLS goes to the alias.
+      expect(plain.json.token_endpoint, path).toBe(`${plainUrl}/oauth2/token`);
+      expect(plain.json.mtls_endpoint_aliases, path).toEqual({
+        token_endpoint: `https://${https.host}/oauth2/token`,
+      });
+      expect(plain.json.token_endpoint_auth_methods_supported, path).toContain("tls_client_auth");
+      expect(plain.json.tls_client_certificate_bound_access_tokens, path).toBe(true);
+      // Over HTTPS the document's own token endpoint takes certificates: no alias.
+      const secure = await call(path);
+      expect(secure.json.token_endpoint, path).toBe(`${url}/oauth2/token`);
+      expect(secure.json.mtls_endpoint_aliases, path).toBeUndefined();
+    }
+    // The alias works: a token by the certificate alone, there.
+    const alias = (await plainGet("/.well-known/oauth-authorization-server")).json.mtls_endpoint_aliases.token_endpoint;
+    expect(new URL(alias).pathname).toBe("/oauth2/token");
+    const issued = await token("grant_type=client_credentials&client_id=pharmacy-mtls", "pharmacy-mtls");
+    expect(issued.status, issued.text).toBe(200);
+  });
+
+  it("a bound token on a REST read and an asynchronous message: accepted with its certificate, 401 without", async () => {
+    const issued = await token("grant_type=client_credentials&client_id=pharmacy-mtls", "pharmacy-mtls");
+    expect(issued.status, issued.text).toBe(200);
+    const bearer = { authorization: `Bearer ${issued.json.access_token}` };
+    const refusedAs = (reply: Reply, what: string) => {
+      expect(reply.status, `${what}: ${reply.text}`).toBe(401);
+      expect(reply.headers["www-authenticate"], what).toMatch(/^Bearer .*error="invalid_token"/);
+    };
+
+    // A REST read (GET [base]/Patient/{id}): an unknown id is a 404 once the token is accepted.
+    const read = "/uae-fhir/r4/Patient/no-such-patient";
+    const accepted = await call(read, { headers: bearer, as: "pharmacy-mtls" });
+    expect(accepted.status, accepted.text).toBe(404);
+    expect(accepted.json.resourceType).toBe("OperationOutcome");
+    refusedAs(await call(read, { headers: bearer }), "read without a certificate");
+    refusedAs(await call(read, { headers: bearer, as: "other-system" }), "read with another certificate");
+
+    // $process-message?async=true: acknowledged at once with the certificate.
+    const { port } = answers.address() as { port: number };
+    const asyncPath = `/uae-fhir/r4/$process-message?async=true&response-url=${encodeURIComponent(`http://127.0.0.1:${port}/answers`)}`;
+    const message = (as?: string) =>
+      call(asyncPath, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...bearer },
+        body: envelope(subscriptionMessage("PH-MTLS-0002", "https://pharmacy.example.ae/hook")),
+        ...(as ? { as } : {}),
+      });
+    const acknowledged = await message("pharmacy-mtls");
+    expect(acknowledged.status, acknowledged.text).toBe(202);
+    refusedAs(await message(), "async message without a certificate");
+    refusedAs(await message("other-system"), "async message with another certificate");
+  });
+
+  it("a bound token on the plain-HTTP port of --tls-port is refused: no certificate can come there", async () => {
+    const issued = await token("grant_type=client_credentials&client_id=pharmacy-mtls", "pharmacy-mtls");
+    const bearer = { authorization: `Bearer ${issued.json.access_token}` };
+    const read = await plainGet("/uae-fhir/r4/Patient/no-such-patient", bearer);
+    expect(read.status, read.text).toBe(401);
+    expect(read.headers.get("www-authenticate")).toMatch(/^Bearer .*error="invalid_token"/);
+    const res = await fetch(`${plainUrl}/uae-fhir/r4/$process-message`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...bearer },
+      body: envelope(subscriptionMessage("PH-MTLS-0003", "https://pharmacy.example.ae/hook")),
+    });
+    expect(res.status, await res.text()).toBe(401);
+    expect(res.headers.get("www-authenticate")).toMatch(/^Bearer .*error="invalid_token"/);
   });
 });

@@ -4,6 +4,7 @@ import { createServer } from "node:https";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TLSSocket } from "node:tls";
+import type { Subscription } from "fhir/r4.js";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   makeCertificateAuthority,
@@ -12,7 +13,7 @@ import {
 } from "../../src/tls/make-certificates.js";
 import { subscriptionMessage } from "../orders/pharmacy-client.js";
 import { envelope } from "../support/messages.js";
-import { http, killStray, runToExit, startCli } from "./cli-process.js";
+import { cli, http, killStray, runToExit, startCli } from "./cli-process.js";
 
 // Pushes over HTTPS through the real CLI: a pharmacy receiver on 127.0.0.1 that requires a client certificate
 // from the exchange's CA (requestCert, rejectUnauthorized), the sandbox given that certificate and the receiver's
@@ -99,6 +100,48 @@ describe("serve --push-client-cert --push-client-key --push-ca", () => {
     const view = await http(`${url}/__admin/orders/${order.json.id}`);
     expect(view.json.pharmacies[0].delivery).toMatchObject({ delivered: true, status: 200, error: null });
     expect(hook.seen).toEqual(["exchange-sandbox"]);
+  });
+
+  it("offers from the certs command's folder only its client certificates, never --tls-cert's", async () => {
+    const made = join(dir, "made");
+    const written = await runToExit(["certs", "--out", made, "--client", "team-a", "--client", "team-b"]);
+    expect(written.code, written.stderr).toBe(0);
+    // team-b's pair serves HTTPS here (a certificate of the folder given as --tls-cert); plain HTTP on --port.
+    const child = cli([
+      "serve",
+      "--port",
+      "0",
+      "--host",
+      "127.0.0.1",
+      "--no-watch",
+      "--tls-port",
+      "0",
+      "--tls-cert",
+      join(made, "team-b.crt"),
+      "--tls-key",
+      join(made, "team-b.key"),
+      "--push-client-certs",
+      made,
+    ]);
+    const [, plain] = await child.waitForOutput(/ and (http:\/\/[^\s"]+)/);
+    const naming = (licence: string, name: string) => {
+      const bundle = subscriptionMessage(licence, "https://127.0.0.1:9/hook");
+      const sub = bundle.entry?.[1]?.resource as Subscription;
+      sub.channel.extension = [
+        { url: "https://uae-fhir-sandbox.example/fhir/StructureDefinition/push-client-certificate", valueString: name },
+      ];
+      return http(`${plain}/uae-fhir/r4/$process-message`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: envelope(bundle),
+      });
+    };
+    expect((await naming("PH-A", "team-a")).status).toBe(200);
+    for (const name of ["server", "ca", "team-b"]) {
+      const refused = await naming(`PH-${name}`, name);
+      expect(refused.status, name).toBe(400);
+      expect(refused.json.issue[0].diagnostics, name).toMatch(/it has "team-a"\./);
+    }
   });
 
   it("refuses to start when the key is not the certificate's, naming both files", async () => {

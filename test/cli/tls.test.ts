@@ -339,6 +339,29 @@ describe("mutual TLS", () => {
     expect(good).toMatchObject({ code: 0, stdout: "200" });
   }, 60_000);
 
+  it("refusals in a row are one line, then a count: a flood cannot push the rest out of the log", async () => {
+    const { child, url } = await serveTls(MUTUAL());
+    for (let i = 0; i < 5; i++) {
+      expect(await httpsCall(`${url}/__admin/health`)).toEqual({ error: "ERR_SSL_TLSV13_ALERT_CERTIFICATE_REQUIRED" });
+    }
+    // Another reason has its own first line at once.
+    expect(await httpsCall(`${url}/__admin/health`, { as: "stranger" })).toHaveProperty("error");
+    await child.waitForOutput(/"event":"tls-refused","reason":"unknown-ca"/, PROCESS_TIMEOUT_MS, "stderr");
+    const refusals = () => child.stderr.split("\n").filter((line) => line.includes('"event":"tls-refused"'));
+    expect(refusals().filter((line) => line.includes('"reason":"no-certificate"'))).toHaveLength(1);
+    // The count not said yet (its interval is 10 s) is said as the sandbox stops.
+    child.process.kill("SIGTERM");
+    expect(await child.waitForExit()).toEqual({ code: 0, signal: null });
+    const count = refusals()
+      .map((line) => JSON.parse(line) as { msg?: string; message?: string; count?: number; reason: string })
+      .filter((line) => line.reason === "no-certificate" && line.count !== undefined);
+    expect(count).toHaveLength(1);
+    expect(count[0]?.count).toBe(4);
+    expect(JSON.stringify(count[0])).toMatch(
+      /TLS: refused 4 more in the last 10 s: a client without a certificate \(--tls-client-auth required\)/,
+    );
+  }, 60_000);
+
   it("optional: no certificate is served, a bad one is refused and logged", async () => {
     const { child, url } = await serveTls(MUTUAL("optional"));
     expect(await post(url)).toMatchObject({ status: 200 });

@@ -235,6 +235,42 @@ describe("pushes over HTTPS present a client certificate and verify the receiver
     expect((reply.body as OperationOutcome).issue[0]?.diagnostics).toMatch(/started without --push-client-certs/);
   });
 
+  it("offers from --push-client-certs only client certificates: not a server's, not a CA's, not --tls-cert's", async () => {
+    // What `certs --out certs --client alnoor` writes: ca.crt, server.crt (serverAuth only), alnoor.crt (clientAuth).
+    const ca = await makeCertificateAuthority("Mixed folder CA");
+    const server = await makeServerCertificate(ca, ["localhost"]);
+    const client = await makeClientCertificate(ca, "alnoor");
+    const second = await makeClientCertificate(ca, "second");
+    mkdirSync(join(dir, "mixed"));
+    for (const [name, pair] of [
+      ["ca", ca],
+      ["server", server],
+      ["alnoor", client],
+      ["second", second],
+    ] as const) {
+      write(`mixed/${name}.crt`, pair.certPem);
+      write(`mixed/${name}.key`, pair.keyPem);
+    }
+    // --tls-cert is one of the folder's client certificates (a file of its own): that one is never offered either.
+    const tlsCert = write("tls-cert.crt", second.certPem);
+    const s = sandbox({ pushClientCerts: join(dir, "mixed"), tlsCertFile: tlsCert });
+    await subscribed(s, "PH-OK", "https://127.0.0.1:9/hook", "alnoor");
+    for (const [licence, name, why] of [
+      ["PH-SERVER", "server", /server\.crt .*not for client authentication/],
+      ["PH-CA", "ca", /ca\.crt .*a CA's certificate/],
+      ["PH-TLS", "second", /second\.crt .*the --tls-cert certificate/],
+    ] as const) {
+      const reply = await post(s.app, subscription(licence, "https://127.0.0.1:9/hook", { valueString: name }));
+      expect(reply.status, name).toBe(400);
+      const diagnostics = (reply.body as OperationOutcome).issue[0]?.diagnostics;
+      expect(diagnostics).toMatch(why);
+      expect(diagnostics).toMatch(/it has "alnoor"\./);
+    }
+    // Without --tls-cert the second client is offered.
+    const all = sandbox({ pushClientCerts: join(dir, "mixed") });
+    await subscribed(all, "PH-2", "https://127.0.0.1:9/hook", "second");
+  });
+
   it("refuses to start with a certificate without its key, or with another certificate's key", () => {
     expect(() => createApp({ pushClientCert: files.clientCert }, { logger: quietLogger })).toThrow(
       /--push-client-cert needs --push-client-key/,
