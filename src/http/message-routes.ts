@@ -5,7 +5,7 @@ import type { Answer, InboundMessage } from "../pipeline/process-message.js";
 import type { ResponseDeliveries } from "../push/response-delivery.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
-import { acceptedIssue, answeredLater, asyncNote, asyncPlan } from "./async-message.js";
+import { acceptedIssue, acceptedResponseIssue, answeredLater, asyncNote, asyncPlan } from "./async-message.js";
 import { callState, requestUrl } from "./call-context.js";
 import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
@@ -82,11 +82,16 @@ export function mountMessageRoutes(
         for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
         return forwarded;
       }
+      if (plan?.kind === "response" && answeredLater(answer)) {
+        // A response message is accepted and never answered: what the synchronous call would have answered goes nowhere.
+        keepOnlyRequest(call, answer);
+        const accepted = jsonText(operationOutcome([acceptedResponseIssue(answer.messageId)]));
+        return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
+      }
       if (plan?.kind === "async" && plan.target !== undefined && answeredLater(answer)) {
         const later = responseBody(answer, options.responseEnvelope);
         // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound call's.
-        call.kept = answer.kept?.request ? { request: answer.kept.request } : undefined;
-        call.responseCode = null;
+        keepOnlyRequest(call, answer);
         call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
         if (!answer.asyncLeg?.drop) {
           const workspace = c.get("workspace");
@@ -157,6 +162,15 @@ export function inboundMessage(
     call,
     ...(access ? { access } : {}),
   };
+}
+
+/**
+ * A call answered 202: the journal keeps the 202's OperationOutcome as its answer, so of what the duplicate memory
+ * kept it may share the request only, and the answer's response code is not the call's.
+ */
+function keepOnlyRequest(call: CallState, answer: Answer): void {
+  call.kept = answer.kept?.request ? { request: answer.kept.request } : undefined;
+  call.responseCode = null;
 }
 
 /** What the journal keeps of an answer, noted in the call's state; returns the answer. */

@@ -315,14 +315,30 @@ describe("refusals: a clear 400, the message not processed", () => {
     await post(s.app, addAllergy({ id: "good" }), { path: asyncPath(inbox.url) });
     expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("good");
   });
+});
 
-  it("refuses async=true on a response message (a response is accepted, never answered)", async () => {
+describe("a response message sent asynchronously", () => {
+  it("accepts async=true on a response message with 202 and answers nothing (R4: content may be a response message to accept)", async () => {
+    const inbox = await receiver();
     const s = sandbox();
-    const response = addAllergy();
+    const response = addAllergy({ id: "a-response" });
     (response.entry?.[0]?.resource as { response?: unknown }).response = { identifier: "x", code: "ok" };
-    const reply = await post(s.app, response, { path: asyncPath("http://127.0.0.1:1/a") });
-    expect(reply.status).toBe(400);
-    expect(reply.body.issue[0].diagnostics).toContain("response message");
+    const reply = await post(s.app, response, { path: asyncPath(inbox.url) });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    expect(reply.body.resourceType).toBe("OperationOutcome");
+    expect(reply.body.issue).toHaveLength(1);
+    expect(reply.body.issue[0]).toMatchObject({ severity: "information", code: "informational" });
+    expect(reply.body.issue[0].diagnostics).toContain("never answered");
+    // Without response-url its source.endpoint need not be one the sandbox could POST to: nothing goes there.
+    const noWhere = addAllergy({ id: "another-response", source: "urn:oid:1.2.3" });
+    (noWhere.entry?.[0]?.resource as { response?: unknown }).response = { identifier: "y", code: "ok" };
+    expect((await post(s.app, noWhere, { path: `${STANDARD}?async=true` })).status).toBe(202);
+    const [first] = await listCalls(s.app, "direction=inbound&order=asc");
+    expect(first?.response?.status).toBe(202);
+    expect(first?.asyncAnswer).toBeUndefined();
+    // The receiver's first delivery is the next message's answer: the response messages got none.
+    await post(s.app, addAllergy({ id: "a-request" }), { path: asyncPath(inbox.url) });
+    expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("a-request");
   });
 });
 
