@@ -1,3 +1,4 @@
+import { overLimit } from "../config/state-limits.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { isObject } from "../envelope/json.js";
 import { readMessage } from "../envelope/message.js";
@@ -131,4 +132,22 @@ export function acceptedIssue(target: string, messageId: string | null): Issue {
     undefined,
     "information",
   );
+}
+
+/**
+ * The 429's issue when the workspace holds its most of asynchronous answers not yet delivered (--max-async-answers):
+ * the message was not processed, and may be sent again once some are delivered or given up.
+ */
+export function tooManyAnswersIssue(held: number, max: number, retryAfterS: number): Issue {
+  const refusal = overLimit(
+    "asyncAnswers",
+    {
+      held,
+      adding: 1,
+      max,
+      unit: "asynchronous answers not yet delivered (waiting for their delay, queued or being sent)",
+    },
+    `This message was not processed: send it again once some of them are delivered or given up (Retry-After: ${retryAfterS} s), or without async=true for a synchronous answer.`,
+  );
+  return issue("throttled", refusal.diagnostics);
 }

@@ -31,6 +31,7 @@ const answer = (delayMs: number): ResponseDelivery => ({
   operation: "add-allergy",
   messageId: "m-1",
   respondsTo: "7",
+  workspace: "default",
   events: new SandboxEvents(),
   delayMs,
 });
