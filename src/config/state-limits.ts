@@ -1,6 +1,7 @@
 /**
  * The most one workspace may hold of the state its users add besides calls and patients (CONTRACT §15): runtime
- * scenarios, orders, pharmacies and asynchronous answers not yet delivered. Each has a serve flag; past it the request is refused and nothing changes.
+ * scenarios, orders, pharmacies and asynchronous answers not yet delivered. Each has a serve flag; past it the
+ * request is refused and nothing changes.
  */
 export interface StateLimits {
   /** Rules added at run time (POST /__admin/scenarios). */

@@ -105,14 +105,15 @@ export function mountMessageRoutes(
           return forwarded;
         }
         if (plan?.kind === "response" && answeredLater(answer)) {
-          // A response message is accepted and never answered: what the synchronous call would have answered goes nowhere.
+          // A response message is accepted and never answered: what a synchronous call would answer goes nowhere.
           keepOnlyRequest(call, answer);
           const accepted = jsonText(operationOutcome([acceptedResponseIssue(answer.messageId)]));
           return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
         }
         if (plan?.kind === "async" && plan.target !== undefined && answeredLater(answer)) {
           const later = responseBody(answer, options.responseEnvelope);
-          // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound call's.
+          // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound
+          // call's.
           keepOnlyRequest(call, answer);
           call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
           if (!answer.asyncLeg?.drop) {

@@ -36,7 +36,7 @@ export type KeepAnswer = (saved: SavedDelivery) => { done(): void };
 
 /** How many answers a workspace may hold, and how many of them the dispatcher may carry at once. */
 export interface DeliveryLimits {
-  /** Answers not yet delivered (waiting for their delay or their turn, queued, in flight, backing off): --max-async-answers. */
+  /** Answers not yet delivered (waiting for their delay or turn, queued, in flight, backing off): --max-async-answers. */
   perWorkspace: number;
   /** Of one workspace's answers, those handed to the push dispatcher at once: the rest wait their turn here. */
   sendingPerWorkspace: number;
