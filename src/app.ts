@@ -35,7 +35,7 @@ import type { PharmacyRegistry } from "./orders/pharmacy-registry.js";
 import { PushDispatcher } from "./push/dispatcher.js";
 import { pushAllowProblems } from "./push/push-allow.js";
 import { PushTls } from "./push/push-tls.js";
-import { ResponseDeliveries } from "./push/response-delivery.js";
+import { ResponseDeliveries, sendingShare } from "./push/response-delivery.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "./routing/catalogue.js";
 import { ALTERNATE_PATH, STANDARD_PATH } from "./routing/default-operations.js";
 import { operationNames } from "./routing/operation-names.js";
@@ -273,7 +273,10 @@ export function createApp(
     },
     { fetch: deps.fetch, events, now: deps.now, monotonic: deps.monotonic, random: deps.random },
   );
-  const deliveries = new ResponseDeliveries(dispatcher, logger, deps.now);
+  const deliveries = new ResponseDeliveries(dispatcher, logger, deps.now, {
+    perWorkspace: options.maxAsyncAnswers,
+    sendingPerWorkspace: sendingShare(options.pushConcurrency),
+  });
   const redaction = new Redaction(options.redactHeaders);
   const refused = new RefusedLog(REFUSED_LOG_LIMITS, events, redaction);
   const shared: WorkspaceShared = {
@@ -429,7 +432,7 @@ export function createApp(
       ...(stateFile ? { stateFile } : {}),
       live,
       resend: async (request) => app.fetch(request),
-      pushes: () => dispatcher.stats(),
+      pushes: () => ({ ...dispatcher.stats(), asyncAnswers: deliveries.stats() }),
       allocation: options.allocation,
       businessErrors: options.businessErrors,
       redaction,

@@ -26,6 +26,7 @@ import { waitUntil } from "../journal/wait.js";
 import type { AllocationPolicy } from "../orders/order-book.js";
 import { PUSH_MESSAGES } from "../orders/push-messages.js";
 import type { PushStats } from "../push/dispatcher.js";
+import type { AsyncAnswerStats } from "../push/response-delivery.js";
 import { ScenarioExporter } from "../record/export-scenario.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { operationNames } from "../routing/operation-names.js";
@@ -66,8 +67,8 @@ export interface AdminDeps {
   live: LiveEvents;
   /** Sends a request through the sandbox, as if it came in (POST /__admin/calls/{id}/resend). */
   resend(request: Request): Promise<Response>;
-  /** Push deliveries under way (GET /__admin/health). */
-  pushes(): PushStats;
+  /** Push deliveries under way, and the asynchronous answers not yet delivered (GET /__admin/health). */
+  pushes(): PushStats & { asyncAnswers?: AsyncAnswerStats };
   allocation: AllocationPolicy;
   /** --business-errors: what status a scripted refusal gets by default, as the scenarios view says. */
   businessErrors?: "message" | "http";

@@ -193,6 +193,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "pharmacies each workspace holds; a subscription of a new licence past it is refused (a fatal-error response message)",
   ),
   flag(
+    "max-async-answers",
+    "integer",
+    String(DEFAULT_OPTIONS.maxAsyncAnswers),
+    "asynchronous answers ($process-message?async=true) each workspace holds not yet delivered (waiting for their delay, queued, in flight); a message past it is refused (429) and not processed",
+  ),
+  flag(
     "max-workspaces",
     "integer",
     String(DEFAULT_OPTIONS.maxWorkspaces),
@@ -584,6 +590,7 @@ export function resolveServeConfig(
       maxRuntimeFhirpathBytes: v["max-runtime-fhirpath-bytes"] as number,
       maxOrders: v["max-orders"] as number,
       maxPharmacies: v["max-pharmacies"] as number,
+      maxAsyncAnswers: v["max-async-answers"] as number,
       maxWorkspaces: v["max-workspaces"] as number,
       workspaceTtlMs: v["workspace-ttl"] as number,
       workspaces: workspaceMode as SandboxOptions["workspaces"],

@@ -35,6 +35,11 @@ export interface SandboxOptions {
   maxOrders: number;
   /** Pharmacies each workspace holds (subscribed, or fixtures of runtime scenarios; the files' fixtures count too). */
   maxPharmacies: number;
+  /**
+   * Asynchronous answers ($process-message?async=true) each workspace holds not yet delivered (waiting for their
+   * delay, queued, in flight); a message past it is refused 429 and not processed.
+   */
+  maxAsyncAnswers: number;
   /** Workspaces held at once, the default one included (CONTRACT §13). */
   maxWorkspaces: number;
   /** A workspace without a request for this long is dropped with its state, unless it is named. */
@@ -148,6 +153,8 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   maxRuntimeFhirpathBytes: 128 * 1024,
   maxOrders: 1_000,
   maxPharmacies: 100,
+  // A test suite's asynchronous messages waiting for their answers at once; each holds a response message's body.
+  maxAsyncAnswers: 50,
   maxWorkspaces: 1_000,
   workspaceTtlMs: 24 * 60 * 60_000,
   workspaces: "open",

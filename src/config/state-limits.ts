@@ -1,6 +1,7 @@
 /**
  * The most one workspace may hold of the state its users add besides calls and patients (CONTRACT §15): runtime
- * scenarios, orders and pharmacies. Each has a serve flag; past it the request is refused and nothing changes.
+ * scenarios, orders, pharmacies and asynchronous answers not yet delivered. Each has a serve flag; past it the
+ * request is refused and nothing changes.
  */
 export interface StateLimits {
   /** Rules added at run time (POST /__admin/scenarios). */
@@ -13,6 +14,8 @@ export interface StateLimits {
   orders: number;
   /** Pharmacies held, subscribed or fixtures. */
   pharmacies: number;
+  /** Asynchronous answers not yet delivered (waiting for their delay, queued, in flight). */
+  asyncAnswers: number;
 }
 
 export type StateLimit = keyof StateLimits;
@@ -24,6 +27,7 @@ export const LIMIT_FLAGS: Readonly<Record<StateLimit, string>> = {
   runtimeFhirpathBytes: "--max-runtime-fhirpath-bytes",
   orders: "--max-orders",
   pharmacies: "--max-pharmacies",
+  asyncAnswers: "--max-async-answers",
 };
 
 export const UNLIMITED: StateLimits = {
@@ -32,6 +36,7 @@ export const UNLIMITED: StateLimits = {
   runtimeFhirpathBytes: Number.POSITIVE_INFINITY,
   orders: Number.POSITIVE_INFINITY,
   pharmacies: Number.POSITIVE_INFINITY,
+  asyncAnswers: Number.POSITIVE_INFINITY,
 };
 
 /** A request refused because it would take a workspace past one of its limits. */

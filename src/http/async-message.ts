@@ -1,3 +1,4 @@
+import { overLimit } from "../config/state-limits.js";
 import { decodeEnvelope } from "../envelope/envelope.js";
 import { isObject } from "../envelope/json.js";
 import { readMessage } from "../envelope/message.js";
@@ -14,7 +15,12 @@ export type AsyncPlan =
   | { kind: "sync" }
   | { kind: "refused"; issues: Issue[] }
   /** `target` undefined: the message names none (no readable MessageHeader): the pipeline refuses it anyway. */
-  | { kind: "async"; target: string | undefined };
+  | { kind: "async"; target: string | undefined }
+  /**
+   * A response message sent asynchronously (R4: `content` "may be a response message to accept"): accepted with 202
+   * when the sandbox takes it, and never answered.
+   */
+  | { kind: "response" };
 
 const SYNC: AsyncPlan = { kind: "sync" };
 
@@ -32,7 +38,8 @@ const refused = (diagnostics: string, expression?: string): AsyncPlan => ({
  * The plan for a message from its URL's query and its body, before anything of it is processed (a refusal changes
  * nothing): `async` must be a FHIR boolean, `response-url` comes only with `async=true` and must be a URL the sandbox
  * may push to; without it the answer goes to MessageHeader.source.endpoint, which must be one. A response message is
- * not answered again (a `response-url` leading back to the sandbox would loop).
+ * accepted and never answered (so its source.endpoint need not be one; a `response-url` leading back to the sandbox
+ * would loop otherwise).
  *
  * @example
  *   asyncPlan(new URLSearchParams("async=true&response-url=http://127.0.0.1:9090/answers"), body, false, deliveries)
@@ -66,12 +73,7 @@ export function asyncPlan(
     if (why) return refused(`response-url ${why}: the response message cannot be sent there.`);
   }
   const header = messageHeader(body, lenientEnvelope);
-  if (header && header.response !== undefined) {
-    return refused(
-      "This is a response message (MessageHeader.response is set): a response is accepted, never answered, so async=true does not apply. Send it without async=true.",
-      "Bundle.entry[0].resource.response",
-    );
-  }
+  if (header && header.response !== undefined) return { kind: "response" };
   if (url !== undefined) return { kind: "async", target: url };
   const endpoint = (header?.source as { endpoint?: unknown } | undefined)?.endpoint;
   if (typeof endpoint !== "string") return { kind: "async", target: undefined };
@@ -112,6 +114,16 @@ export function asyncNote(target: string, leg: AsyncLeg | undefined): AsyncAnswe
   };
 }
 
+/** The 202's issue for a response message: accepted, and nothing goes back (a response is never answered). */
+export function acceptedResponseIssue(messageId: string | null): Issue {
+  return issue(
+    "informational",
+    `Accepted: message${messageId ? ` ${messageId}` : ""} is a response message (MessageHeader.response is set); a response is accepted and never answered, so nothing will be sent for it.`,
+    undefined,
+    "information",
+  );
+}
+
 /** The 202's issue: the message is accepted, and its response message goes to `target` (whatever a rule scripted). */
 export function acceptedIssue(target: string, messageId: string | null): Issue {
   return issue(
@@ -120,4 +132,22 @@ export function acceptedIssue(target: string, messageId: string | null): Issue {
     undefined,
     "information",
   );
+}
+
+/**
+ * The 429's issue when the workspace holds its most of asynchronous answers not yet delivered (--max-async-answers):
+ * the message was not processed, and may be sent again once some are delivered or given up.
+ */
+export function tooManyAnswersIssue(held: number, max: number, retryAfterS: number): Issue {
+  const refusal = overLimit(
+    "asyncAnswers",
+    {
+      held,
+      adding: 1,
+      max,
+      unit: "asynchronous answers not yet delivered (waiting for their delay, queued or being sent)",
+    },
+    `This message was not processed: send it again once some of them are delivered or given up (Retry-After: ${retryAfterS} s), or without async=true for a synchronous answer.`,
+  );
+  return issue("throttled", refusal.diagnostics);
 }

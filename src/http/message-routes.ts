@@ -2,10 +2,17 @@ import type { Hono } from "hono";
 import type { Access } from "../auth/bearer.js";
 import { type Issue, issue, operationOutcome } from "../fhir/outcome.js";
 import type { Answer, InboundMessage } from "../pipeline/process-message.js";
-import type { ResponseDeliveries } from "../push/response-delivery.js";
+import type { AnswerPlace, ResponseDeliveries } from "../push/response-delivery.js";
 import { STANDARD_FHIR_BASE } from "../routing/default-operations.js";
 import { jsonText } from "../text/json-text.js";
-import { acceptedIssue, answeredLater, asyncNote, asyncPlan } from "./async-message.js";
+import {
+  acceptedIssue,
+  acceptedResponseIssue,
+  answeredLater,
+  asyncNote,
+  asyncPlan,
+  tooManyAnswersIssue,
+} from "./async-message.js";
 import { callState, requestUrl } from "./call-context.js";
 import type { CallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
@@ -67,55 +74,85 @@ export function mountMessageRoutes(
         call.bodyText = read.text;
         return outcomeResponse(c, 400, plan.issues);
       }
-      // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
-      const base = `${url.origin}${c.get("workspacePrefix")}${options.basePath}`;
-      const inbound = inboundMessage(path, base, read.text, call, access);
-      if (plan?.kind === "async") inbound.async = true;
-      const pending = c.get("workspace").processMessage(inbound);
-      const answer = noteAnswer(call, pending instanceof Promise ? await pending : pending);
-      const delayed = delay(c, answer.delayMs);
-      if (delayed) await delayed;
-      if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
-      if (answer.forward && options.proxy) {
-        const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);
-        // A builtIn rule adds its headers to whatever answers in its place: here the upstream.
-        for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
-        return forwarded;
-      }
-      if (plan?.kind === "async" && plan.target !== undefined && answeredLater(answer)) {
-        const later = responseBody(answer, options.responseEnvelope);
-        // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound call's.
-        call.kept = answer.kept?.request ? { request: answer.kept.request } : undefined;
-        call.responseCode = null;
-        call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
-        if (!answer.asyncLeg?.drop) {
-          const workspace = c.get("workspace");
-          deliveries.send(
-            {
-              target: plan.target,
-              body: later.text,
-              contentType: later.contentType,
-              operation: answer.operation ?? "",
-              messageId: answer.messageId ?? "",
-              respondsTo: call.id,
-              events: workspace.events,
-              delayMs: answer.asyncLeg?.delayMs ?? 0,
-              withdrawn: () => call.asyncAnswer === undefined,
-            },
-            workspace.keepAnswer,
-          );
+      // The answer's place among its workspace's (--max-async-answers), before anything of the message is processed.
+      let place: AnswerPlace | undefined;
+      if (plan?.kind === "async") {
+        const workspace = c.get("workspace");
+        place = deliveries.reserve(workspace.id) ?? undefined;
+        if (!place) {
+          call.bodyText = read.text;
+          const retryAfterS = Math.max(1, Math.ceil(deliveries.retryAfterMs / 1000));
+          const issues = [
+            tooManyAnswersIssue(deliveries.held(workspace.id), deliveries.limits.perWorkspace, retryAfterS),
+          ];
+          return outcomeResponse(c, 429, issues, { "retry-after": String(retryAfterS) });
         }
-        const accepted = jsonText(operationOutcome([acceptedIssue(plan.target, answer.messageId)]));
-        return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
       }
-      return fhirResponse(
-        c,
-        answer.status,
-        undefined,
-        answerHeaders(answer, options.responseEnvelope),
-        answerText(call, answer, options.responseEnvelope),
-        answer.dribble,
-      );
+      try {
+        // The URL the message came to, its workspace prefix included: the answer's source and fullUrls lead back.
+        const base = `${url.origin}${c.get("workspacePrefix")}${options.basePath}`;
+        const inbound = inboundMessage(path, base, read.text, call, access);
+        if (plan?.kind === "async") inbound.async = true;
+        const pending = c.get("workspace").processMessage(inbound);
+        const answer = noteAnswer(call, pending instanceof Promise ? await pending : pending);
+        const delayed = delay(c, answer.delayMs);
+        if (delayed) await delayed;
+        if (answer.fault) return stageFault(c, answer.fault, answer.status, answer.headers);
+        if (answer.forward && options.proxy) {
+          const forwarded = await forwardToUpstream(c, options.proxy, path, read.text, fetchImpl);
+          // A builtIn rule adds its headers to whatever answers in its place: here the upstream.
+          for (const [name, value] of Object.entries(answer.headers)) forwarded.headers.set(name, value);
+          return forwarded;
+        }
+        if (plan?.kind === "response" && answeredLater(answer)) {
+          // A response message is accepted and never answered: what a synchronous call would answer goes nowhere.
+          keepOnlyRequest(call, answer);
+          const accepted = jsonText(operationOutcome([acceptedResponseIssue(answer.messageId)]));
+          return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
+        }
+        if (plan?.kind === "async" && plan.target !== undefined && answeredLater(answer)) {
+          const later = responseBody(answer, options.responseEnvelope);
+          // The journal keeps the 202's OperationOutcome as this call's answer; the response message is the outbound
+          // call's.
+          keepOnlyRequest(call, answer);
+          call.asyncAnswer = asyncNote(plan.target, answer.asyncLeg);
+          if (!answer.asyncLeg?.drop) {
+            const workspace = c.get("workspace");
+            // The place goes with the answer: it is free again once the answer is delivered or given up.
+            const held = place;
+            place = undefined;
+            deliveries.send(
+              {
+                target: plan.target,
+                body: later.text,
+                contentType: later.contentType,
+                operation: answer.operation ?? "",
+                messageId: answer.messageId ?? "",
+                respondsTo: call.id,
+                workspace: workspace.id,
+                events: workspace.events,
+                delayMs: answer.asyncLeg?.delayMs ?? 0,
+                withdrawn: () => call.asyncAnswer === undefined,
+              },
+              workspace.keepAnswer,
+              held,
+            );
+          }
+          const accepted = jsonText(operationOutcome([acceptedIssue(plan.target, answer.messageId)]));
+          return fhirResponse(c, 202, undefined, answer.headers, accepted, answer.dribble);
+        }
+        return fhirResponse(
+          c,
+          answer.status,
+          undefined,
+          answerHeaders(answer, options.responseEnvelope),
+          answerText(call, answer, options.responseEnvelope),
+          answer.dribble,
+        );
+      } finally {
+        // Not handed to an answer (refused, a fault, not accepted, dropped, an exception): the place is free again.
+        place?.release();
+      }
     });
   }
 }
@@ -157,6 +194,15 @@ export function inboundMessage(
     call,
     ...(access ? { access } : {}),
   };
+}
+
+/**
+ * A call answered 202: the journal keeps the 202's OperationOutcome as its answer, so of what the duplicate memory
+ * kept it may share the request only, and the answer's response code is not the call's.
+ */
+function keepOnlyRequest(call: CallState, answer: Answer): void {
+  call.kept = answer.kept?.request ? { request: answer.kept.request } : undefined;
+  call.responseCode = null;
 }
 
 /** What the journal keeps of an answer, noted in the call's state; returns the answer. */

@@ -15,6 +15,8 @@ export interface ResponseDelivery {
   messageId: string;
   /** The journal id of the inbound call answered 202. */
   respondsTo: string;
+  /** The workspace whose answer it is: its answers not yet delivered count against --max-async-answers. */
+  workspace: string;
   /** The workspace's events: its journal records each attempt. */
   events: SandboxEvents;
   /** Wait this long before the first attempt (a rule's `async.delay`). */
@@ -24,7 +26,7 @@ export interface ResponseDelivery {
 }
 
 /** An answer not yet delivered as the state file keeps it: sent again after a restart, when it is due. */
-export interface SavedDelivery extends Omit<ResponseDelivery, "events" | "delayMs" | "withdrawn"> {
+export interface SavedDelivery extends Omit<ResponseDelivery, "workspace" | "events" | "delayMs" | "withdrawn"> {
   /** When the first attempt was (or is) due: ISO 8601. */
   dueAt: string;
 }
@@ -32,21 +34,142 @@ export interface SavedDelivery extends Omit<ResponseDelivery, "events" | "delayM
 /** Keeps an answer until it is delivered (or given up): `done` forgets it. */
 export type KeepAnswer = (saved: SavedDelivery) => { done(): void };
 
+/** How many answers a workspace may hold, and how many of them the dispatcher may carry at once. */
+export interface DeliveryLimits {
+  /** Answers not yet delivered (waiting for their delay or turn, queued, in flight, backing off): --max-async-answers. */
+  perWorkspace: number;
+  /** Of one workspace's answers, those handed to the push dispatcher at once: the rest wait their turn here. */
+  sendingPerWorkspace: number;
+}
+
+/** One answer's place among its workspace's, taken before its message is processed; `release` gives it back. */
+export interface AnswerPlace {
+  release(): void;
+}
+
+/** The asynchronous answers not yet delivered, sandbox-wide (GET /__admin/health, `pushes.asyncAnswers`). */
+export interface AsyncAnswerStats {
+  /** Answers accepted and not yet delivered or given up, every workspace's. */
+  held: number;
+  /** Of those, the ones not yet handed to the dispatcher: waiting for their delay, or their workspace's turn. */
+  waiting: number;
+}
+
+/**
+ * Of --push-concurrency, the share one workspace's asynchronous answers may hold at once: a quarter (at least 1), so
+ * that a tenant whose answers go to a receiver that never answers slows its own answers, never every workspace's
+ * pushes (at the default 32 slots, 8 for one workspace's answers, 24 left to the others).
+ */
+export const sendingShare = (concurrency: number): number => Math.max(1, Math.floor(concurrency / 4));
+
+const UNLIMITED: DeliveryLimits = {
+  perWorkspace: Number.POSITIVE_INFINITY,
+  sendingPerWorkspace: Number.POSITIVE_INFINITY,
+};
+
+/** One workspace's answers: how many it holds, how many the dispatcher has, and those waiting their turn. */
+interface Holding {
+  held: number;
+  sending: number;
+  turns: Array<() => void>;
+}
+
 /**
  * Sends asynchronous answers through the push dispatcher, so that they have the pushes' retries, timeouts,
  * allow-list (and, under --auth oauth2, the address check) and journal. `send` returns at once; the answer goes after
  * its delay. A delay's timer does not keep the process alive, and `stop` clears them: a sandbox that stops sends
  * no answer still waiting (a state file keeps them for the next start).
+ *
+ * Each workspace holds at most `limits.perWorkspace` answers not yet delivered (a place is taken before the message
+ * is processed: `reserve`), and hands at most `limits.sendingPerWorkspace` of them to the dispatcher at once: its
+ * queue is first come, first served for every workspace's pushes, so one tenant's answers to a receiver that never
+ * answers must not fill it.
  */
 export class ResponseDeliveries {
   readonly #waiting = new Set<ReturnType<typeof setTimeout>>();
+  readonly #holdings = new Map<string, Holding>();
+  #held = 0;
+  #sending = 0;
   #stopped = false;
 
   constructor(
     private readonly dispatcher: PushDispatcher,
     private readonly logger: SandboxLogger,
     private readonly now: () => Date = () => new Date(),
+    readonly limits: DeliveryLimits = UNLIMITED,
   ) {}
+
+  /**
+   * When a place may free, for a refusal's Retry-After: an answer in flight ends its attempt within the push timeout
+   * (it may then back off and try again: a hint, not a promise).
+   */
+  get retryAfterMs(): number {
+    return this.dispatcher.settings.timeoutMs;
+  }
+
+  /** Answers `workspace` holds not yet delivered (its places taken, its messages still being processed included). */
+  held(workspace: string): number {
+    return this.#holdings.get(workspace)?.held ?? 0;
+  }
+
+  stats(): AsyncAnswerStats {
+    return { held: this.#held, waiting: this.#held - this.#sending };
+  }
+
+  /**
+   * A place for one more answer of `workspace`, or null when it holds --max-async-answers already: taken before
+   * the message is processed (so that messages processed at once cannot pass the limit together), handed to `send`
+   * or released.
+   */
+  reserve(workspace: string): AnswerPlace | null {
+    if (this.held(workspace) >= this.limits.perWorkspace) return null;
+    return this.#take(workspace);
+  }
+
+  #take(workspace: string): AnswerPlace {
+    let holding = this.#holdings.get(workspace);
+    if (!holding) {
+      holding = { held: 0, sending: 0, turns: [] };
+      this.#holdings.set(workspace, holding);
+    }
+    const own = holding;
+    own.held++;
+    this.#held++;
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        own.held--;
+        this.#held--;
+        // Nothing of it left (no place, so nothing sending or waiting its turn): it is forgotten.
+        if (own.held === 0) this.#holdings.delete(workspace);
+      },
+    };
+  }
+
+  /** Runs `job` once fewer than its workspace's share of answers are with the dispatcher; a freed turn passes on. */
+  async #inTurn<T>(workspace: string, job: () => Promise<T>): Promise<T> {
+    // The answer's place keeps its workspace's holding until this ends.
+    const holding = this.#holdings.get(workspace) as Holding;
+    if (holding.sending >= this.limits.sendingPerWorkspace) {
+      await new Promise<void>((resolve) => holding.turns.push(resolve));
+    } else {
+      holding.sending++;
+      this.#sending++;
+    }
+    try {
+      return await job();
+    } finally {
+      const next = this.#stopped ? undefined : holding.turns.shift();
+      // The turn goes straight to the next answer (no gap another could slip into); else it is given back.
+      if (next) next();
+      else {
+        holding.sending--;
+        this.#sending--;
+      }
+    }
+  }
 
   /**
    * Why an answer may not go to `target`, checked before the message is accepted (so a refusal changes nothing): not
@@ -72,17 +195,26 @@ export class ResponseDeliveries {
    * Sends the answer after its delay; how it went is in the journal (each attempt) and the log (a failure). `keep`
    * holds it meanwhile (the state file, so that a restart sends it), until its delivery ends.
    */
-  send(answer: ResponseDelivery, keep?: KeepAnswer): void {
-    const { events: _events, delayMs, withdrawn, ...rest } = answer;
-    if (this.#stopped) return;
+  send(answer: ResponseDelivery, keep?: KeepAnswer, place?: AnswerPlace): void {
+    const { events: _events, delayMs, withdrawn, workspace, ...rest } = answer;
+    if (this.#stopped) {
+      place?.release();
+      return;
+    }
+    // An answer a state file brought back takes its place whatever the workspace holds: it was accepted already.
+    const held = place ?? this.#take(workspace);
     const kept = keep?.({ ...rest, dueAt: new Date(this.now().getTime() + Math.max(0, delayMs)).toISOString() });
+    const finish = () => {
+      kept?.done();
+      held.release();
+    };
     const go = () => {
       if (withdrawn?.()) {
-        kept?.done();
+        finish();
         return;
       }
-      this.dispatcher
-        .deliver({
+      this.#inTurn(workspace, () =>
+        this.dispatcher.deliver({
           target: answer.target,
           headers: {},
           body: answer.body,
@@ -91,11 +223,11 @@ export class ResponseDeliveries {
           messageId: answer.messageId,
           events: answer.events,
           respondsTo: answer.respondsTo,
-        })
-        .then((result) => {
-          kept?.done();
-          this.#failed(answer, result);
-        });
+        }),
+      ).then((result) => {
+        finish();
+        this.#failed(answer, result);
+      });
     };
     const timer = setTimeout(
       () => {
@@ -108,11 +240,15 @@ export class ResponseDeliveries {
     this.#waiting.add(timer);
   }
 
-  /** The sandbox stops: answers still waiting for their delay are not sent (attempts under way end on their own). */
+  /**
+   * The sandbox stops: answers still waiting for their delay or their turn are not sent (attempts under way end on
+   * their own).
+   */
   stop(): void {
     this.#stopped = true;
     for (const timer of this.#waiting) clearTimeout(timer);
     this.#waiting.clear();
+    for (const holding of this.#holdings.values()) holding.turns.length = 0;
   }
 
   #failed(answer: ResponseDelivery, result: PushResult): void {

@@ -99,6 +99,7 @@ export const stateLimitsOf = (options: SandboxOptions): StateLimits => ({
   runtimeFhirpathBytes: options.maxRuntimeFhirpathBytes,
   orders: options.maxOrders,
   pharmacies: options.maxPharmacies,
+  asyncAnswers: options.maxAsyncAnswers,
 });
 
 /**
@@ -313,7 +314,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       orders.resumeDue();
       for (const saved of answers) {
         const delayMs = Math.max(0, Date.parse(saved.dueAt) - deps.now().getTime());
-        shared.deliveries?.send({ ...saved, events, delayMs }, keepAnswer);
+        shared.deliveries?.send({ ...saved, workspace: id, events, delayMs }, keepAnswer);
       }
     };
     if (shared.whenResumed) shared.whenResumed(resumeDue);
@@ -504,6 +505,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
         runtimeFhirpathBytes: view(c.runtimeFhirpathBytes, limits.runtimeFhirpathBytes, "runtimeFhirpathBytes"),
         orders: view(c.orders, limits.orders, "orders"),
         pharmacies: view(c.pharmacies, limits.pharmacies, "pharmacies"),
+        asyncAnswers: view(shared.deliveries?.held(id) ?? 0, limits.asyncAnswers, "asyncAnswers"),
       };
     },
     memoryEstimate: () => workspaceBytes(counts()),

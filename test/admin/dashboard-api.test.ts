@@ -212,6 +212,8 @@ describe("the push queue, pharmacies' last delivery, pushes and the allocation p
         inFlight: 1,
         queued: 0,
         concurrency: 32,
+        // No asynchronous answer ($process-message?async=true) held: a push is not one.
+        asyncAnswers: { held: 0, waiting: 0 },
       });
       receiver.release();
       const wait = await admin(app, "POST", "/calls/wait", {

@@ -315,14 +315,30 @@ describe("refusals: a clear 400, the message not processed", () => {
     await post(s.app, addAllergy({ id: "good" }), { path: asyncPath(inbox.url) });
     expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("good");
   });
+});
 
-  it("refuses async=true on a response message (a response is accepted, never answered)", async () => {
+describe("a response message sent asynchronously", () => {
+  it("accepts async=true on a response message with 202 and answers nothing (R4: content may be a response message to accept)", async () => {
+    const inbox = await receiver();
     const s = sandbox();
-    const response = addAllergy();
+    const response = addAllergy({ id: "a-response" });
     (response.entry?.[0]?.resource as { response?: unknown }).response = { identifier: "x", code: "ok" };
-    const reply = await post(s.app, response, { path: asyncPath("http://127.0.0.1:1/a") });
-    expect(reply.status).toBe(400);
-    expect(reply.body.issue[0].diagnostics).toContain("response message");
+    const reply = await post(s.app, response, { path: asyncPath(inbox.url) });
+    expect(reply.status, JSON.stringify(reply.body)).toBe(202);
+    expect(reply.body.resourceType).toBe("OperationOutcome");
+    expect(reply.body.issue).toHaveLength(1);
+    expect(reply.body.issue[0]).toMatchObject({ severity: "information", code: "informational" });
+    expect(reply.body.issue[0].diagnostics).toContain("never answered");
+    // Without response-url its source.endpoint need not be one the sandbox could POST to: nothing goes there.
+    const noWhere = addAllergy({ id: "another-response", source: "urn:oid:1.2.3" });
+    (noWhere.entry?.[0]?.resource as { response?: unknown }).response = { identifier: "y", code: "ok" };
+    expect((await post(s.app, noWhere, { path: `${STANDARD}?async=true` })).status).toBe(202);
+    const [first] = await listCalls(s.app, "direction=inbound&order=asc");
+    expect(first?.response?.status).toBe(202);
+    expect(first?.asyncAnswer).toBeUndefined();
+    // The receiver's first delivery is the next message's answer: the response messages got none.
+    await post(s.app, addAllergy({ id: "a-request" }), { path: asyncPath(inbox.url) });
+    expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("a-request");
   });
 });
 
@@ -388,5 +404,109 @@ describe("scenario rules script the asynchronous leg", () => {
     expect(res.status).toBe(503);
     const [inbound] = await listCalls(s.app, "direction=inbound");
     expect(inbound.asyncAnswer).toBeUndefined();
+  });
+});
+
+describe("--max-async-answers: a workspace's answers not yet delivered are bounded", () => {
+  // The limit as the docs give it: answers waiting for their delay, queued or being sent count; past it 429
+  // (RFC 6585) with Retry-After, issue throttled, the message not processed; other workspaces are not affected.
+  const health = async (s: SandboxApp, prefix = "") => (await admin(s.app, "GET", "/health", { prefix })).body;
+  const asyncFigures = async (s: SandboxApp) => (await health(s)).pushes.asyncAnswers;
+
+  it("refuses the message past the limit with 429 and changes nothing; another workspace is still accepted; the place frees once an answer is delivered", async () => {
+    const inbox = await receiver(() => "hang");
+    const s = sandbox({ maxAsyncAnswers: 3 });
+    const message = addAllergy({ id: "resent" });
+    // The reported attack: one message resent, each resend one more answer to a receiver that never answers.
+    for (let i = 0; i < 3; i++) expect((await post(s.app, message, { path: asyncPath(inbox.url) })).status).toBe(202);
+
+    const refused = await post(s.app, addAllergy({ id: "one-too-many" }), { path: asyncPath(inbox.url) });
+    expect(refused.status).toBe(429);
+    // --push-timeout's default (5 s): an answer in flight ends its attempt within it.
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(refused.body.resourceType).toBe("OperationOutcome");
+    expect(refused.body.issue).toHaveLength(1);
+    expect(refused.body.issue[0]).toMatchObject({ severity: "error", code: "throttled" });
+    expect(refused.body.issue[0].diagnostics).toContain("--max-async-answers");
+    expect(refused.body.issue[0].diagnostics).toContain("3");
+    // An exact resend past it is refused too: no fourth answer.
+    expect((await post(s.app, message, { path: asyncPath(inbox.url) })).status).toBe(429);
+
+    // Another workspace has its own limit.
+    expect(
+      (await post(s.app, addAllergy({ id: "team-b-1" }), { path: `/w/team-b${asyncPath(inbox.url)}` })).status,
+    ).toBe(202);
+
+    const limits = (await health(s)).workspace.limits;
+    expect(limits.asyncAnswers).toEqual({ held: 3, max: 3, flag: "--max-async-answers" });
+    expect((await health(s, "/w/team-b")).workspace.limits.asyncAnswers).toEqual({
+      held: 1,
+      max: 3,
+      flag: "--max-async-answers",
+    });
+    await expect.poll(() => inbox.received.length, { timeout: 5000 }).toBe(4);
+    expect(await asyncFigures(s)).toEqual({ held: 4, waiting: 0 });
+
+    // Nothing of the refused message was processed: its id is new to the duplicate memory.
+    const sync = await post(s.app, addAllergy({ id: "one-too-many" }));
+    expect(sync.status).toBe(200);
+    expect(sync.headers.get("x-sandbox-duplicate")).toBeNull();
+
+    // An answer delivered frees its place.
+    expect(inbox.release(1)).toBe(1);
+    await expect.poll(async () => (await health(s)).workspace.limits.asyncAnswers.held, { timeout: 5000 }).toBe(2);
+    expect((await post(s.app, addAllergy({ id: "after-one" }), { path: asyncPath(inbox.url) })).status).toBe(202);
+    inbox.release();
+  });
+
+  it("counts answers waiting for a rule's async.delay (health: pushes.asyncAnswers)", async () => {
+    const s = sandbox(
+      { maxAsyncAnswers: 2 },
+      "rules:\n  - name: slow-answer\n    when: { operation: add-allergy }\n    respond: { builtIn: true, async: { delay: 5m } }\n",
+    );
+    const to = asyncPath("http://127.0.0.1:9/answers");
+    expect((await post(s.app, addAllergy({ id: "w-1" }), { path: to })).status).toBe(202);
+    expect((await post(s.app, addAllergy({ id: "w-2" }), { path: to })).status).toBe(202);
+    expect((await post(s.app, addAllergy({ id: "w-3" }), { path: to })).status).toBe(429);
+    expect(await asyncFigures(s)).toEqual({ held: 2, waiting: 2 });
+    expect((await health(s)).pushes.pending).toBe(0);
+  });
+
+  it("a dropped answer (async.drop) and a refused message hold no place", async () => {
+    const s = sandbox(
+      { maxAsyncAnswers: 1 },
+      "rules:\n  - name: lost-answer\n    when: { fhirpath: \"entry[0].resource.id.startsWith('lost')\" }\n    respond: { builtIn: true, async: { drop: true } }\n",
+    );
+    const to = asyncPath("http://127.0.0.1:9/answers");
+    expect((await post(s.app, addAllergy({ id: "lost-1" }), { path: to })).status).toBe(202);
+    expect((await post(s.app, addAllergy({ id: "lost-2" }), { path: to })).status).toBe(202);
+    const invalid = addAllergy({ id: "bad" });
+    (invalid.entry?.[1]?.resource as { clinicalStatus?: unknown }).clinicalStatus = "active";
+    expect((await post(s.app, invalid, { path: to })).status).toBe(400);
+    expect((await health(s)).workspace.limits.asyncAnswers.held).toBe(0);
+  });
+
+  it("one workspace's answers take at most a quarter of --push-concurrency: another's answer is not queued behind them", async () => {
+    const inbox = await receiver(() => "hang");
+    // 4 slots: one workspace's answers hold 1 at a time.
+    const s = sandbox({ pushConcurrency: 4 });
+    for (let i = 1; i <= 6; i++) {
+      const reply = await post(s.app, addAllergy({ id: `a-${i}` }), { path: asyncPath(inbox.url) });
+      expect(reply.status).toBe(202);
+    }
+    await expect.poll(() => inbox.received.length, { timeout: 5000 }).toBe(1);
+    expect(await asyncFigures(s)).toEqual({ held: 6, waiting: 5 });
+    expect((await health(s)).pushes).toMatchObject({ pending: 1, inFlight: 1, queued: 0 });
+
+    // Team b's answer gets a slot at once, though team a has five waiting.
+    await post(s.app, addAllergy({ id: "b-1" }), { path: `/w/team-b${asyncPath(inbox.url)}` });
+    await expect.poll(() => inbox.received.length, { timeout: 5000 }).toBe(2);
+    expect(responseHeader(JSON.parse(inbox.received[1]?.body ?? "{}")).response?.identifier).toBe("b-1");
+
+    // Team a's next answer goes once its first is delivered.
+    inbox.release(1);
+    await expect.poll(() => inbox.received.length, { timeout: 5000 }).toBe(3);
+    expect(responseHeader(JSON.parse(inbox.received[2]?.body ?? "{}")).response?.identifier).toBe("a-2");
+    inbox.release();
   });
 });

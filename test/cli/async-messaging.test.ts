@@ -238,6 +238,38 @@ describe("async=true through the CLI", { timeout: 60_000 }, () => {
     expect(inbox.received).toHaveLength(1);
   });
 
+  it("--max-async-answers: past it a message is refused 429 with Retry-After and not processed; another workspace is accepted", async () => {
+    const inbox = await receiver(() => "hang");
+    const { url } = await startCli(["--no-watch", "--max-async-answers", "2"]);
+    // The reported attack: one message resent at a receiver that never answers, each resend one more answer.
+    const resent = addAllergy("cap-resent");
+    expect((await send(url, asyncTo(inbox.url), resent)).status).toBe(202);
+    expect((await send(url, asyncTo(inbox.url), resent)).status).toBe(202);
+
+    const refused = await send(url, asyncTo(inbox.url), addAllergy("cap-3"));
+    expect(refused.status, refused.text).toBe(429);
+    // --push-timeout's default, 5 s, in seconds.
+    expect(refused.headers.get("retry-after")).toBe("5");
+    expect(refused.headers.get("content-type")).toBe("application/fhir+json; charset=utf-8");
+    expect(refused.json.issue[0]).toMatchObject({ severity: "error", code: "throttled" });
+    expect(refused.json.issue[0].diagnostics).toContain("--max-async-answers");
+
+    const teamB = await http(`${url}/w/team-b${STANDARD}${asyncTo(inbox.url)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: envelope(addAllergy("cap-team-b")),
+    });
+    expect(teamB.status, teamB.text).toBe(202);
+
+    const health = await http(`${url}/__admin/health`);
+    expect(health.json.workspace.limits.asyncAnswers).toEqual({ held: 2, max: 2, flag: "--max-async-answers" });
+    // Nothing of the refused message was kept: the same id is processed as new.
+    const sync = await send(url, "", addAllergy("cap-3"));
+    expect(sync.status).toBe(200);
+    expect(sync.headers.get("x-sandbox-duplicate")).toBeNull();
+    inbox.release();
+  });
+
   it("validate checks a rule's async: a valid one passes, a misspelt one is an error at its line", async () => {
     const dir = folder({
       "good.yaml": "rules:\n  - respond: { builtIn: true, async: { delay: { min: 1s, max: 3s } } }\n",

@@ -233,6 +233,7 @@ describe("health and the workspaces list", () => {
       runtimeFhirpathBytes: { held: 0, max: 128 * 1024, flag: "--max-runtime-fhirpath-bytes" },
       orders: { held: 0, max: 1000, flag: "--max-orders" },
       pharmacies: { held: 0, max: 100, flag: "--max-pharmacies" },
+      asyncAnswers: { held: 0, max: 50, flag: "--max-async-answers" },
     };
     expect((await health(s, "/w/team-a")).workspace.limits).toEqual(expected);
     // The default workspace holds none of team-a's rules.
