@@ -40,7 +40,10 @@ describe("an asynchronous message on the dashboard", { timeout: UI_TEST_TIMEOUT_
     const delivery = legs.getByRole("row").filter({ hasText: "outbound (attempt 1)" }).getByRole("link");
     await delivery.click();
     // The call's facts (a description list) name the call it answers; the table of the message's calls links it too.
-    await page.locator("dl").getByRole("link", { name: `call ${inbound}`, exact: true }).waitFor();
+    await page
+      .locator("dl")
+      .getByRole("link", { name: `call ${inbound}`, exact: true })
+      .waitFor();
     await page.getByText("its asynchronous answer (the message was answered 202)").waitFor();
   });
 });
