@@ -40,17 +40,19 @@ afterAll(async () => {
 /** A raw TCP client: what it received, and when the server closed the connection (from the connect). */
 async function rawClient(url: string) {
   const { hostname, port } = new URL(url);
+  // Timed from before the connect: the server's clock for the connection cannot start earlier, while the client's
+  // "connect" event can run long after the server accepted (seen 60 ms late on a loaded machine).
+  const startedAt = performance.now();
   const socket = tcpConnect(Number(port), hostname);
   let received = "";
   socket.setEncoding("utf8").on("data", (chunk: string) => {
     received += chunk;
   });
   socket.on("error", () => undefined); // a reset ends it as well as a close
-  await once(socket, "connect");
-  const connectedAt = performance.now();
   const closed = new Promise<{ afterMs: number; received: string }>((resolve) =>
-    socket.once("close", () => resolve({ afterMs: performance.now() - connectedAt, received })),
+    socket.once("close", () => resolve({ afterMs: performance.now() - startedAt, received })),
   );
+  await once(socket, "connect");
   return {
     socket,
     received: () => received,
