@@ -86,7 +86,10 @@ interface Holding {
  * answers must not fill it.
  */
 export class ResponseDeliveries {
-  readonly #waiting = new Set<ReturnType<typeof setTimeout>>();
+  /** Answers waiting for their delay: their workspace, and how to let go of one withdrawn. */
+  readonly #waiting = new Map<ReturnType<typeof setTimeout>, { workspace: string; finish(): void }>();
+  /** Bumped when a workspace is reset or dropped: an answer taken before then is not sent. */
+  readonly #generations = new Map<string, number>();
   readonly #holdings = new Map<string, Holding>();
   #held = 0;
   #sending = 0;
@@ -203,18 +206,22 @@ export class ResponseDeliveries {
     }
     // An answer a state file brought back takes its place whatever the workspace holds: it was accepted already.
     const held = place ?? this.#take(workspace);
+    const generation = this.#generations.get(workspace) ?? 0;
+    const current = () => (this.#generations.get(workspace) ?? 0) === generation;
     const kept = keep?.({ ...rest, dueAt: new Date(this.now().getTime() + Math.max(0, delayMs)).toISOString() });
     const finish = () => {
       kept?.done();
       held.release();
     };
     const go = () => {
-      if (withdrawn?.()) {
+      if (withdrawn?.() || !current()) {
         finish();
         return;
       }
-      this.#inTurn(workspace, () =>
-        this.dispatcher.deliver({
+      // Checked again when its turn comes: the workspace may have been reset while it waited.
+      this.#inTurn(workspace, async () => {
+        if (!current()) return null;
+        return this.dispatcher.deliver({
           target: answer.target,
           headers: {},
           body: answer.body,
@@ -223,10 +230,10 @@ export class ResponseDeliveries {
           messageId: answer.messageId,
           events: answer.events,
           respondsTo: answer.respondsTo,
-        }),
-      ).then((result) => {
+        });
+      }).then((result) => {
         finish();
-        this.#failed(answer, result);
+        if (result) this.#failed(answer, result);
       });
     };
     const timer = setTimeout(
@@ -237,7 +244,22 @@ export class ResponseDeliveries {
       Math.max(0, answer.delayMs),
     );
     timer.unref();
-    this.#waiting.add(timer);
+    this.#waiting.set(timer, { workspace, finish });
+  }
+
+  /**
+   * The workspace was reset or dropped: its answers not yet handed to the dispatcher are not sent (an attempt under
+   * way ends on its own), and their places are free at once. A test suite that resets between cases gets no answer
+   * of an earlier case.
+   */
+  withdraw(workspace: string): void {
+    this.#generations.set(workspace, (this.#generations.get(workspace) ?? 0) + 1);
+    for (const [timer, waiting] of this.#waiting) {
+      if (waiting.workspace !== workspace) continue;
+      clearTimeout(timer);
+      this.#waiting.delete(timer);
+      waiting.finish();
+    }
   }
 
   /**
@@ -246,7 +268,7 @@ export class ResponseDeliveries {
    */
   stop(): void {
     this.#stopped = true;
-    for (const timer of this.#waiting) clearTimeout(timer);
+    for (const timer of this.#waiting.keys()) clearTimeout(timer);
     this.#waiting.clear();
     for (const holding of this.#holdings.values()) holding.turns.length = 0;
   }

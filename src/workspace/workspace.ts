@@ -471,6 +471,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       const before = counts();
       written(() => {
         pushes.stop();
+        shared.deliveries?.withdraw(id);
         // Everything of it goes from the file; the fixtures below are its new state (runtime rules stay).
         fileState?.removeEverything();
         orders.clear();
@@ -515,6 +516,7 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
     },
     discard() {
       workspace.close();
+      shared.deliveries?.withdraw(id);
       if (!fileState) return;
       fileState.removeEverything();
       const error = fileState.flush();

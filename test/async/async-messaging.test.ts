@@ -364,6 +364,23 @@ describe("scenario rules script the asynchronous leg", () => {
     });
   });
 
+  it("a reset withdraws the answers still waiting: the next case of a suite gets no answer of the one before", async () => {
+    const inbox = await receiver();
+    const s = sandbox(
+      {},
+      "rules:\n  - name: slow-answer\n    when: { operation: add-allergy }\n    respond: { builtIn: true, async: { delay: 200ms } }\n",
+    );
+    expect((await post(s.app, addAllergy({ id: "before-reset" }), { path: asyncPath(inbox.url) })).status).toBe(202);
+    const held = async () => ((await admin(s.app, "GET", "/health")).body.pushes.asyncAnswers as { held: number }).held;
+    expect(await held()).toBe(1);
+    expect((await admin(s.app, "POST", "/reset")).status).toBe(200);
+    expect(await held()).toBe(0);
+    // Sent after the reset with the same delay: were the first not withdrawn, it would be due first and arrive first.
+    expect((await post(s.app, addAllergy({ id: "after-reset" }), { path: asyncPath(inbox.url) })).status).toBe(202);
+    expect(responseHeader(JSON.parse((await inbox.next()).body)).response?.identifier).toBe("after-reset");
+    expect(inbox.received).toHaveLength(1);
+  });
+
   it("async.drop: accepted, never answered; the journal says so", async () => {
     const inbox = await receiver();
     const s = sandbox(

@@ -131,4 +131,24 @@ describe("ResponseDeliveries: each workspace's answers bounded", () => {
     await vi.advanceTimersByTimeAsync(0);
     expect(pushes.map((p) => p.respondsTo)).toEqual(["1", "2", "5", "3", "4"]);
   });
+  it("withdraw: a reset workspace's answers waiting for their delay or their turn are not sent; another's are", async () => {
+    vi.useFakeTimers();
+    const { pushes, deliveries, finish } = held({ perWorkspace: 10, sendingPerWorkspace: 1 });
+    deliveries.send(of("a", "1"));
+    deliveries.send(of("a", "2"));
+    deliveries.send({ ...of("a", "3"), delayMs: 1000 });
+    deliveries.send(of("b", "4"));
+    await vi.advanceTimersByTimeAsync(0);
+    // "1" is with the dispatcher, "2" waits its turn, "3" its delay.
+    expect(pushes.map((p) => p.respondsTo)).toEqual(["1", "4"]);
+    deliveries.withdraw("a");
+    finish(0);
+    await vi.advanceTimersByTimeAsync(2000);
+    expect(pushes.map((p) => p.respondsTo)).toEqual(["1", "4"]);
+    expect(deliveries.held("a")).toBe(0);
+    // Answers taken after the reset go as usual.
+    deliveries.send(of("a", "5"));
+    await vi.advanceTimersByTimeAsync(0);
+    expect(pushes.map((p) => p.respondsTo)).toEqual(["1", "4", "5"]);
+  });
 });
