@@ -170,6 +170,17 @@ describe("sessions in workspaces", () => {
     expect(await runtimeRules("team-c")).toEqual([]);
   });
 
+  it("deleting the workspace stops its session, and forgets it", async () => {
+    const started = await start("team-e", { role: "sender" });
+    const id = (started.json as SessionReport).id;
+    const ended = http(`${sessionsOf("team-e")}/${id}?wait=10s`);
+    expect((await http(`${url}/__admin/workspaces/team-e`, { method: "DELETE" })).status).toBe(200);
+    const report = (await ended).json as SessionReport;
+    expect(report.state).toBe("stopped");
+    expect(report.stopReason).toBe("the workspace was deleted");
+    expect((await http(`${sessionsOf("team-e")}/${id}`)).status).toBe(404);
+  });
+
   it("GET …?wait= holds the answer until the session ends", async () => {
     const started = await start("team-d", { role: "sender", timeScale: 0.01 });
     const id = (started.json as SessionReport).id;
