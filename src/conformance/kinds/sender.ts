@@ -79,7 +79,8 @@ const answerNext = async (ctx: StepContext, spec: StepSpecOf<"answerNext">, step
   const operations = operationsOf(spec.operation);
   const rule = { name, ...(operations ? { when: { operation: operations } } : {}), times: 1, respond: spec.respond };
   const document = JSON.stringify({ name: `conformance session ${ctx.session.id}`, rules: [rule] });
-  const added = ctx.workspace.addScenario(document);
+  // First of every rule (the plan's answer, whatever rules the workspace holds), and never in a state file.
+  const added = ctx.workspace.addScenario(document, { forSession: true });
   if (!added.ok) {
     const why = added.refused ? added.refused.diagnostics : added.problems.map((p) => p.message).join("; ");
     return fail(`expected to script the answer to the next message, but the sandbox refused the rule: ${why}`);
