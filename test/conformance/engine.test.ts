@@ -274,3 +274,21 @@ describe("the sandbox closing", () => {
     expect(report?.stopReason).toBe("the sandbox closed");
   });
 });
+
+describe("the message path without a session", () => {
+  it("pays nothing: a workspace's calls are heard only while a session runs in it", async () => {
+    const { app } = sandbox();
+    const { events } = app.workspace;
+    const heard = () => [events.listenerCount("call:completed"), events.listenerCount("call:recorded")];
+    const idle = heard();
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    expect(heard()).toEqual([(idle[0] ?? 0) + 1, (idle[1] ?? 0) + 1]);
+    app.conformance.get("default", id)?.stop("done with it");
+    expect(heard()).toEqual(idle);
+  });
+});
