@@ -7,11 +7,12 @@ import {
   retryAfterMs,
   SessionCallWatch,
 } from "../../src/conformance/call-watch.js";
+import { senderKinds } from "../../src/conformance/kinds/sender.js";
 import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import type { ConformanceSandbox, StepContext, StepRun, StepVerdict } from "../../src/conformance/step-context.js";
-import { messageBundle, post } from "../support/messages.js";
+import { envelope, messageBundle, post, STANDARD } from "../support/messages.js";
 
 /**
  * The runner's rules, with fake kinds: steps in order, a failed required step ends its test (the rest skipped), a
@@ -290,5 +291,41 @@ describe("the message path without a session", () => {
     expect(heard()).toEqual([(idle[0] ?? 0) + 1, (idle[1] ?? 0) + 1]);
     app.conformance.get("default", id)?.stop("done with it");
     expect(heard()).toEqual(idle);
+  });
+});
+
+describe("answerNext", () => {
+  it("takes a message its rule answered in time whose call ends later (a timeout held until the client gives up)", async () => {
+    const { app, parts } = sandbox();
+    const p: Plan = plan([
+      {
+        id: "t",
+        title: "T",
+        rule: "r",
+        required: true,
+        steps: [{ id: "t1", title: "no answer", answerNext: { respond: { fault: "timeout" }, within: "100ms" } }],
+      },
+    ]);
+    const session = new Session({
+      facts: { id: "s2", role: "sender", operations: [], pharmacyUrl: null, pharmacyLicence: null, timeScale: 1 },
+      plan: { plan: p, source: "test" },
+      workspace: app.workspace,
+      sandbox: parts,
+      kinds: senderKinds,
+    });
+    void session.run();
+    // The client gives up after 400 ms, well after the step's 100 ms: its message still came in time.
+    const gaveUp = Promise.resolve(
+      app.app.request(STANDARD, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: envelope(allergy()),
+        signal: AbortSignal.timeout(400),
+      }),
+    ).catch(() => "gave up");
+    const report = await session.done;
+    await gaveUp;
+    expect(report.tests[0]?.steps[0]?.status).toBe("pass");
+    expect(report.tests[0]?.steps[0]?.message).toMatch(/^answered add-allergy \S+ with timeout \(no answer\)$/);
   });
 });
