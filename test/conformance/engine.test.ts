@@ -329,3 +329,20 @@ describe("answerNext", () => {
     expect(report.tests[0]?.steps[0]?.message).toMatch(/^answered add-allergy \S+ with timeout \(no answer\)$/);
   });
 });
+
+describe("the conformance admin API behind --admin-token", () => {
+  it("needs the token, as every admin route does", async () => {
+    const app = createApp({ adminToken: "conformance-admin-token" });
+    apps.push(app);
+    const request = (headers: Record<string, string>) =>
+      app.app.request("/__admin/conformance/sessions", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ role: "sender" }),
+      });
+    expect((await request({})).status).toBe(401);
+    expect((await app.app.request("/__admin/conformance/plans")).status).toBe(401);
+    const started = await request({ authorization: "Bearer conformance-admin-token" });
+    expect(started.status).toBe(201);
+  });
+});
