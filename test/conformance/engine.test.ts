@@ -346,3 +346,26 @@ describe("the conformance admin API behind --admin-token", () => {
     expect(started.status).toBe(201);
   });
 });
+
+describe("a session's rules", () => {
+  it("are no change by hand: the sandbox announces neither their adding nor their removal", async () => {
+    const { app } = sandbox();
+    const changes: string[] = [];
+    app.sandboxEvents.on("sandbox:changed", (c) => changes.push(c.change));
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    await post(app.app, allergy());
+    const session = app.conformance.get("default", id);
+    for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(app.workspace.scenarios.runtimeRules).toBe(1);
+    session?.stop("done");
+    expect(app.workspace.scenarios.runtimeRules).toBe(0);
+    expect(changes).toEqual([]);
+  });
+});
