@@ -2,7 +2,14 @@ import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { capProblems, type Locate, MAX_YAML_BYTES, readYamlFile, type YamlProblem } from "../config/yaml-file.js";
+import {
+  capProblems,
+  formatProblem,
+  type Locate,
+  MAX_YAML_BYTES,
+  readYamlFile,
+  type YamlProblem,
+} from "../config/yaml-file.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { type OperationNames, operationNames } from "../routing/operation-names.js";
 import { compileRule } from "../scenarios/rules.js";
@@ -296,6 +303,23 @@ export function loadPlans(options: PlanLoadOptions): PlanLoad {
     }
   }
   return problems.length > 0 ? { ok: false, problems, plans, files } : { ok: true, plans, files };
+}
+
+/** The plans could not be loaded: every problem, one `file:line:column: message` a line. */
+export class PlanProblems extends Error {
+  constructor(readonly problems: readonly YamlProblem[]) {
+    super(
+      `conformance plans with problems (uae-fhir-sandbox validate --conformance checks them):\n${problems.map(formatProblem).join("\n")}`,
+    );
+    this.name = "PlanProblems";
+  }
+}
+
+/** The plans, or a PlanProblems thrown: for a sandbox that must not start with a plan it cannot run. */
+export function requirePlans(options: PlanLoadOptions): LoadedPlan[] {
+  const load = loadPlans(options);
+  if (!load.ok) throw new PlanProblems(load.problems);
+  return load.plans;
 }
 
 /** "N tests, M steps": what `validate` says of a valid plan. */

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { formatProblem } from "../../src/config/yaml-file.js";
-import { loadPlans } from "../../src/conformance/load-plans.js";
+import { loadPlans, PlanProblems, requirePlans } from "../../src/conformance/load-plans.js";
 import { buildCatalogue } from "../../src/routing/catalogue.js";
 
 // Plans as data: the fixture plans load; each broken file's one mistake is reported where it is written, with a
@@ -230,5 +230,20 @@ describe("loadPlans", () => {
       expect.stringMatching(/^big\.yaml: file is \d+ bytes; the limit is 2097152$/),
       expect.stringMatching(/^laughs\.yaml: .*(alias|Excessive)/i),
     ]);
+  });
+
+  it("requirePlans: the plans, or an error listing every problem as file:line:column: message", () => {
+    expect(requirePlans({ catalogue, shipped: PLANS }).map((p) => p.plan.id)).toEqual(["receiver-mini", "sender-mini"]);
+    const thrown = (() => {
+      try {
+        requirePlans({ catalogue, shipped: PLANS, folder: `${BROKEN}/60-unknown-key.yaml` });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(thrown).toBeInstanceOf(PlanProblems);
+    expect((thrown as PlanProblems).message).toBe(
+      `conformance plans with problems (uae-fhir-sandbox validate --conformance checks them):\n${BROKEN}/60-unknown-key.yaml:21:22: tests.0.steps.1.expectAck: unknown key "withn"; did you mean "within"?`,
+    );
   });
 });

@@ -67,6 +67,11 @@ export function conformanceJunit(report: SessionReport, options: JunitOptions = 
     ["state", report.state],
     ["timeScale", String(report.timeScale)],
     ...(report.stopReason ? ([["stopReason", report.stopReason]] as Array<[string, string]>) : []),
+    // Coverage: what the session exercised of the sandbox's operations and of the plan's rules, and what not.
+    ["operations.exercised", report.coverage.operations.exercised.join(",")],
+    ["operations.notExercised", report.coverage.operations.notExercised.join(",")],
+    ["rules.checked", report.coverage.rules.checked.join(",")],
+    ["rules.notChecked", report.coverage.rules.notChecked.join(",")],
   ];
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
