@@ -49,7 +49,7 @@ describe("the JUnit XML of a session", () => {
       "operations.exercised": "add-allergy",
       "operations.notExercised": "view-patient-profile",
       "rules.checked": "reliable-messaging,no-retry-after-fatal",
-      "rules.notChecked": "",
+      "rules.notChecked": "none",
     });
   });
 
