@@ -78,8 +78,9 @@ const loaderPlanSchema = planSchema.extend({
 export function planFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   // Not recursive: examples/ and other folders beside the plans hold no plans.
+  // A link to nowhere stays in: reading it says so, where it is.
   return readdirSync(path)
-    .filter((name) => PLAN_FILE.test(name) && statSync(join(path, name)).isFile())
+    .filter((name) => PLAN_FILE.test(name) && (statSync(join(path, name), { throwIfNoEntry: false })?.isFile() ?? true))
     .sort()
     .map((name) => join(path, name));
 }
@@ -91,6 +92,15 @@ export interface PlanLoadOptions {
   catalogue: Catalogue;
   /** The shipped folder; default shippedConformance(). null: none (tests). */
   shipped?: string | null;
+}
+
+/** A file's real path (links resolved), or the path itself when it cannot be resolved (a link to nowhere). */
+export function realPath(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 /** A plan file read, and the source its plan and problems are named by. */
@@ -242,32 +252,35 @@ export function loadPlans(options: PlanLoadOptions): PlanLoad {
   const shipped = options.shipped === undefined ? shippedConformance() : (options.shipped ?? undefined);
   const files: PlanFile[] = [];
   const shippedReal = new Set<string>();
-  if (shipped !== undefined) {
-    for (const file of planFiles(shipped)) {
-      files.push({ file, source: `conformance/${relative(shipped, file)}` });
-      shippedReal.add(realpathSync(file));
-    }
-  }
   const problems: YamlProblem[] = [];
-  if (options.folder !== undefined) {
-    if (!existsSync(options.folder)) {
-      problems.push({ file: options.folder, line: 0, column: 0, message: "no such folder or file (--conformance)" });
-    } else {
-      const host = planFiles(options.folder);
-      if (host.length === 0) {
-        problems.push({
-          file: options.folder,
-          line: 0,
-          column: 0,
-          message: "no *.yaml or *.yml plan files (--conformance)",
-        });
-      }
-      // The shipped folder given again (--conformance ./conformance in a clone) is read once.
-      for (const file of host) {
-        const real = realpathSync(file);
-        if (!shippedReal.has(real)) files.push({ file, source: file });
+  try {
+    if (shipped !== undefined) {
+      for (const file of planFiles(shipped)) {
+        files.push({ file, source: `conformance/${relative(shipped, file)}` });
+        shippedReal.add(realPath(file));
       }
     }
+    if (options.folder !== undefined) {
+      if (!existsSync(options.folder)) {
+        problems.push({ file: options.folder, line: 0, column: 0, message: "no such folder or file (--conformance)" });
+      } else {
+        const host = planFiles(options.folder);
+        if (host.length === 0) {
+          problems.push({
+            file: options.folder,
+            line: 0,
+            column: 0,
+            message: "no *.yaml or *.yml plan files (--conformance)",
+          });
+        }
+        // The shipped folder given again (--conformance ./conformance in a clone) is read once.
+        for (const file of host) if (!shippedReal.has(realPath(file))) files.push({ file, source: file });
+      }
+    }
+  } catch (error) {
+    // A file removed or made unreadable while the folder is listed: a problem of this load, not a crash.
+    const folder = options.folder ?? shipped ?? "conformance";
+    problems.push({ file: folder, line: 0, column: 0, message: `could not be read: ${(error as Error).message}` });
   }
   const plans: LoadedPlan[] = [];
   const planIds = new Map<string, YamlProblem>();

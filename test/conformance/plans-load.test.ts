@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -205,6 +205,23 @@ describe("loadPlans", () => {
       const load = loadPlans({ catalogue, shipped: PLANS, folder });
       expect(load.ok ? [] : load.problems).toEqual([{ file: folder, line: 0, column: 0, message: says }]);
     }
+  });
+
+  it("a plan file that is a link to nowhere is a problem of that file, and the others load", () => {
+    const dir = mkdtempSync(join(tmpdir(), "plans-"));
+    dirs.push(dir);
+    symlinkSync(join(dir, "gone.yaml"), join(dir, "a-link.yaml"));
+    writeFileSync(
+      join(dir, "b.yaml"),
+      readFileSync(`${PLANS}/sender-mini.yaml`, "utf8").replace("sender-mini", "mine"),
+    );
+
+    const load = loadPlans({ catalogue, shipped: null, folder: dir });
+
+    expect(load.ok ? [] : load.problems.map(formatProblem)).toEqual([
+      `${join(dir, "a-link.yaml")}: cannot be read: no such file`,
+    ]);
+    expect(load.plans.map((p) => p.plan.id)).toEqual(["mine"]);
   });
 
   it("refuses a file larger than the limit before parsing it, and bounds YAML aliases", () => {
