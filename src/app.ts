@@ -9,9 +9,9 @@ import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./confi
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
 import { STEP_RUNS } from "./conformance/kinds/index.js";
+import { requirePlans } from "./conformance/load-plans.js";
 import { createConformanceSessions } from "./conformance/sessions.js";
 import type { ConformanceSessions } from "./conformance/sessions-api.js";
-import { shippedPlans } from "./conformance/shipped-plans.js";
 import { defaultDeps, type SandboxDeps } from "./deps.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
@@ -341,11 +341,13 @@ export function createApp(
   const sweeper = setInterval(() => workspaces?.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
-  // Plans read once, when first asked for: a sandbox that never runs a session never reads them.
-  let plans: ReturnType<typeof shippedPlans> | undefined;
+  // A host's plans (--conformance) are checked at start, as scenario files are: a plan with problems stops it. The
+  // shipped ones alone are read when first asked for: a sandbox that never runs a session never reads them.
+  const planSource = { folder: options.conformance, catalogue };
+  let plans = options.conformance === undefined ? undefined : requirePlans(planSource);
   const conformance = createConformanceSessions({
     plans: () => {
-      plans ??= shippedPlans();
+      plans ??= requirePlans(planSource);
       return plans;
     },
     sandbox: {

@@ -1,12 +1,16 @@
 import type { Context, Hono } from "hono";
 import { z } from "zod";
+import { conformanceJunit } from "../conformance/report/junit.js";
+import { testReport } from "../conformance/report/testreport.js";
+import { testScript } from "../conformance/report/testscript.js";
 import type { ConformanceSessions, SessionRequest } from "../conformance/sessions-api.js";
 import { parseJson } from "../envelope/json.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { EdgeEnv } from "../http/edge-env.js";
-import { jsonResponse, outcomeOnly } from "../http/fhir-response.js";
+import { FHIR_JSON, jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { incompleteBody, readBody } from "../http/read-body.js";
 import { durationMs, durationSchema } from "../scenarios/duration.js";
+import { jsonText } from "../text/json-text.js";
 
 /** The longest `?wait=` a GET of a session holds its answer for. */
 const MAX_WAIT_MS = 600_000;
@@ -32,6 +36,13 @@ const notFound = (id: string) =>
       `No conformance session ${id} in this workspace; list them with GET /__admin/conformance/sessions.`,
     ),
   ]);
+
+/** A FHIR resource as the answer (a TestReport, a TestScript). */
+const fhirResource = (resource: unknown) =>
+  new Response(jsonText(resource), { status: 200, headers: { "content-type": FHIR_JSON } });
+
+const noPlan = (id: string) =>
+  outcome(404, [issue("not-found", `No conformance plan ${id}; list them with GET /__admin/conformance/plans.`)]);
 
 const waitQuery = z.object({ wait: durationSchema.optional() }).strict();
 
@@ -61,12 +72,13 @@ export function mountConformanceRoutes(
 
   admin.get("/conformance/plans/:id", (c) => {
     const found = sessions.plans().find((p) => p.plan.id === c.req.param("id"));
-    if (!found) {
-      return outcome(404, [
-        issue("not-found", `No conformance plan ${c.req.param("id")}; list them with GET /__admin/conformance/plans.`),
-      ]);
-    }
-    return jsonResponse(found.plan);
+    return found ? jsonResponse(found.plan) : noPlan(c.req.param("id"));
+  });
+
+  // The plan as an R4 TestScript: its tests, the sandbox's actions as operations, the expectations as asserts.
+  admin.get("/conformance/plans/:id/testscript", (c) => {
+    const found = sessions.plans().find((p) => p.plan.id === c.req.param("id"));
+    return found ? fhirResource(testScript(found.plan)) : noPlan(c.req.param("id"));
   });
 
   admin.post("/conformance/sessions", async (c) => {
@@ -124,6 +136,21 @@ export function mountConformanceRoutes(
     const wait = query.data.wait === undefined ? 0 : Math.min(MAX_WAIT_MS, durationMs(query.data.wait));
     if (wait > 0 && session.report().state === "running") await untilDone(c, session.done, wait);
     return jsonResponse(session.report());
+  });
+
+  // The session's report as an R4 TestReport and as JUnit XML: what `conformance run --out` writes, live while it runs.
+  admin.get("/conformance/sessions/:id/testreport", (c) => {
+    const session = sessions.get(c.get("workspace").id, c.req.param("id"));
+    return session ? fhirResource(testReport(session.report())) : notFound(c.req.param("id"));
+  });
+
+  admin.get("/conformance/sessions/:id/junit", (c) => {
+    const session = sessions.get(c.get("workspace").id, c.req.param("id"));
+    if (!session) return notFound(c.req.param("id"));
+    return new Response(conformanceJunit(session.report()), {
+      status: 200,
+      headers: { "content-type": "application/xml; charset=utf-8" },
+    });
   });
 
   admin.delete("/conformance/sessions/:id", (c) => {
