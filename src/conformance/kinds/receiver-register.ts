@@ -3,14 +3,20 @@ import { hostAllowed, literalAddressRefusal, pushableScheme } from "../../push/p
 import type { StepContext } from "../step-context.js";
 import { DEFAULT_PHARMACY_LICENCE } from "./receiver-state.js";
 
-/** What registering needs: the session's facts, its workspace and the sandbox's push policy (a StepContext has them). */
-export type RegisterContext = Pick<StepContext, "session" | "workspace" | "sandbox">;
+/** What registering needs: the session's facts and its workspace (a StepContext has them). */
+export type RegisterContext = Pick<StepContext, "session" | "workspace">;
+
+/** Where the sandbox may push: --push-allow (empty: any host), and whether internal addresses are refused (--auth oauth2). */
+export interface PushPolicy {
+  allow: readonly string[];
+  guardAddresses: boolean;
+}
 
 /**
  * Why the sandbox would not push to `url`, checked as a Subscription endpoint is (the subscribe handler): an http(s)
  * URL, a host --push-allow allows, and under --auth oauth2 no internal address it does not name. Null: it may.
  */
-export function pharmacyUrlProblem(url: string, policy: RegisterContext["sandbox"]["pushPolicy"]): Issue | null {
+export function pharmacyUrlProblem(url: string, policy: PushPolicy): Issue | null {
   const at = "pharmacyUrl";
   if (!URL.canParse(url)) return issue("value", `pharmacyUrl "${url}" is not a valid URL.`, at);
   if (!pushableScheme(url)) {
@@ -30,13 +36,13 @@ export function pharmacyUrlProblem(url: string, policy: RegisterContext["sandbox
 /**
  * Registers the pharmacy under test for a receiver session started with a pharmacyUrl: its endpoint, under the
  * session's licence (default PH-CONFORMANCE-0001), in the session's workspace, as a subscription would — after the
- * same checks. Returns the issue that refuses it (the session should not start), or null. Without a pharmacyUrl it
+ * same checks (`policy`: the sandbox's). Returns the issue that refuses it (the session should not start), or null. Without a pharmacyUrl it
  * does nothing: the session waits for the pharmacy to subscribe (expectSubscription).
  */
-export function registerPharmacy(ctx: RegisterContext): Issue | null {
+export function registerPharmacy(ctx: RegisterContext, policy: PushPolicy): Issue | null {
   const url = ctx.session.pharmacyUrl;
   if (url === null) return null;
-  const problem = pharmacyUrlProblem(url, ctx.sandbox.pushPolicy);
+  const problem = pharmacyUrlProblem(url, policy);
   if (problem) return problem;
   const licence = ctx.session.pharmacyLicence ?? DEFAULT_PHARMACY_LICENCE;
   const { pharmacies } = ctx.workspace;
