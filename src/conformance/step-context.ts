@@ -79,11 +79,6 @@ export interface ConformanceSandbox {
   messageUrl(workspace: Workspace): string;
   /** Every operation id the sandbox knows (coverage). */
   operationIds(): readonly string[];
-  /**
-   * Where the sandbox may push: the --push-allow entries (empty: any host) and whether internal addresses are
-   * refused (--auth oauth2). A pharmacy URL a session registers is checked as a Subscription endpoint is.
-   */
-  readonly pushPolicy: { allow: readonly string[]; guardAddresses: boolean };
   /** Delivers a push as the order flow does (the push dispatcher, with its limits, retries and journal record). */
   deliver: import("../push/dispatcher.js").PushDispatcher["deliver"];
 }
