@@ -71,7 +71,7 @@ export function mentions(call: ObservedCall, ids: readonly string[]): boolean {
 
 /** A duration for people: `12 ms`, `1.5 s`. */
 export function seconds(ms: number): string {
-  return ms < 1000 ? `${Math.round(ms)} ms` : `${(Math.round(ms / 100) / 10).toString()} s`;
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${Number((ms / 1000).toFixed(2))} s`;
 }
 
 /** A push attempt's answer in a few words: `200 after 12 ms`, or `no answer (ECONNREFUSED …) after 5 s`. */
