@@ -192,6 +192,18 @@ describe("the receiver plan against the reference pharmacy", () => {
       /^subscribed as PH-REF-SUBSCRIBER with the endpoint http:\/\/127\.0\.0\.1:\d+\/fhir-hook$/,
     );
     expect(report.state).toBe("passed");
+    // A later session naming that licence finds it subscribed already, and runs against it.
+    const again = await start("receiver-subscribing", {
+      role: "receiver",
+      pharmacyLicence: "PH-REF-SUBSCRIBER",
+      timeScale: TIME_SCALE,
+    });
+    expect(again.status, again.text).toBe(201);
+    const second = await ended("receiver-subscribing", again.json.id);
+    expect(second.tests[0].steps[0].message).toMatch(
+      /^subscribed already, before the session: PH-REF-SUBSCRIBER with the endpoint http:\/\/127\.0\.0\.1:\d+\/fhir-hook$/,
+    );
+    expect(stepsOf(second).filter((s: Report) => s.status !== "pass")).toEqual([]);
   }, 60_000);
 
   it("a pharmacyUrl the sandbox would not push to is refused as a Subscription endpoint would be", async () => {
