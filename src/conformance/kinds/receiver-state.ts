@@ -1,3 +1,4 @@
+import type { Workspace } from "../../workspace/workspace.js";
 import type { StepContext } from "../step-context.js";
 
 /** The licence a session registers the pharmacy under when the request names none. */
@@ -48,4 +49,17 @@ export function receiverMemory(ctx: Pick<StepContext, "memory">): ReceiverMemory
 /** The pharmacy's licence: the one it subscribed with (expectSubscription), else the one the session names. */
 export function licenceOf(ctx: Pick<StepContext, "memory" | "session">): string | null {
   return receiverMemory(ctx).licence ?? ctx.session.pharmacyLicence;
+}
+
+/**
+ * The pharmacy a session found subscribed (a session without a pharmacyUrl learns it from the subscription), as the
+ * report's participants name it; null while none was found.
+ */
+export function subscribedPharmacy(
+  memory: Record<string, unknown>,
+  workspace: Workspace,
+): { pharmacyUrl: string | null; pharmacyLicence: string } | null {
+  const licence = receiverMemory({ memory }).licence;
+  if (licence === undefined) return null;
+  return { pharmacyLicence: licence, pharmacyUrl: workspace.pharmacies.get(licence)?.endpoint ?? null };
 }

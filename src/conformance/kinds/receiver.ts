@@ -17,6 +17,7 @@ import { licenceOf, receiverMemory, type SessionOrder, type SessionPush } from "
 import { unknownOrderPush } from "./receiver-unknown-order.js";
 
 export { registerPharmacy } from "./receiver-register.js";
+export { subscribedPharmacy } from "./receiver-state.js";
 
 /**
  * The receiver (pharmacy) role's step kinds: the sandbox drives the order flow against the pharmacy's endpoint and
