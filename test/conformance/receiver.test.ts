@@ -192,6 +192,11 @@ describe("the receiver plan against the reference pharmacy", () => {
       /^subscribed as PH-REF-SUBSCRIBER with the endpoint http:\/\/127\.0\.0\.1:\d+\/fhir-hook$/,
     );
     expect(report.state).toBe("passed");
+    // The report names the pharmacy as it subscribed: the TestReport's participant.
+    expect(report.participants.system).toMatchObject({
+      pharmacyLicence: "PH-REF-SUBSCRIBER",
+      pharmacyUrl: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/fhir-hook$/),
+    });
     // A later session naming that licence finds it subscribed already, and runs against it.
     const again = await start("receiver-subscribing", {
       role: "receiver",
