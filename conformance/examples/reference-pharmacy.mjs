@@ -215,7 +215,7 @@ async function onPush(body) {
   try {
     bundle = JSON.parse(JSON.parse(body).content);
   } catch {
-    return { status: 400, body: outcome("invalid", "Expected {\"content\": \"<message Bundle>\"}.") };
+    return { status: 400, body: outcome("invalid", 'Expected {"content": "<message Bundle>"}.') };
   }
   const header = bundle.entry?.[0]?.resource;
   const event = header?.eventCoding?.code;
