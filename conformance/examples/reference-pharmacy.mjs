@@ -5,13 +5,15 @@
 //
 //   node conformance/examples/reference-pharmacy.mjs --port 9090 [--licence PH-CONFORMANCE-0001]
 //        [--sandbox http://localhost:8080 --subscribe] [--variant late-ack|ack-500|late-confirm|confirm-duplicate|no-dispense]
-//        [--delay MS]
+//        [--delay MS] [--auth oauth2 --client-id ID --client-secret SECRET [--token-url URL]]
 //
 // It prints `listening on http://127.0.0.1:PORT/fhir-hook` when it takes pushes, and a line per push and message.
 // Well-behaved, it answers each push 200 at once; confirms availability for each fulfillment request to the push's
 // MessageHeader.source.endpoint, naming itself (its Organization, with its licence) as the sender; on the allocation
 // push sends receive-allocation, then send-dispense-summary; answers a push it already took (the same MessageHeader
-// id) 200 again without acting twice; and refuses (404) a push about an order it never got.
+// id) 200 again without acting twice; and refuses (404) a push about an order it never got. With --auth oauth2 its
+// messages carry a bearer token got by the client-credentials grant (client_secret_basic) at --token-url, default
+// /oauth2/token of the sandbox it sends to, and a new one after a 401.
 //
 // Variants, each breaking one thing:
 //   late-ack           answers the 2xx of a push it takes only after --delay ms (default 6000: past the 5 s limit)
@@ -35,6 +37,10 @@ const { values: args } = parseArgs({
     subscribe: { type: "boolean", default: false },
     variant: { type: "string" },
     delay: { type: "string" },
+    auth: { type: "string" },
+    "client-id": { type: "string" },
+    "client-secret": { type: "string" },
+    "token-url": { type: "string" },
   },
 });
 const variant = args.variant ?? null;
@@ -44,6 +50,11 @@ if (variant !== null && !VARIANTS.includes(variant)) {
 }
 if (args.subscribe && !args.sandbox) {
   console.error("--subscribe needs --sandbox URL (the sandbox, or a workspace: http://localhost:8080/w/team-a)");
+  process.exit(2);
+}
+const oauth = args.auth === "oauth2";
+if ((args.auth !== undefined && !oauth) || (oauth && (!args["client-id"] || !args["client-secret"]))) {
+  console.error("--auth takes oauth2, with --client-id and --client-secret");
   process.exit(2);
 }
 const delayMs = Number(args.delay ?? DEFAULT_DELAY[variant] ?? 0);
@@ -97,15 +108,42 @@ function message(event, focus, extraEntries = []) {
   };
 }
 
+let token;
+
+/** A bearer token by the client-credentials grant, from the token endpoint of the sandbox at `url`. */
+async function newToken(url) {
+  const basic = Buffer.from(`${args["client-id"]}:${args["client-secret"]}`).toString("base64");
+  const res = await fetch(args["token-url"] ?? `${new URL(url).origin}/oauth2/token`, {
+    method: "POST",
+    headers: { authorization: `Basic ${basic}`, "content-type": "application/x-www-form-urlencoded" },
+    body: "grant_type=client_credentials",
+    signal: AbortSignal.timeout(15_000),
+  });
+  const body = await res.json().catch(() => ({}));
+  if (!res.ok || typeof body.access_token !== "string") throw new Error(`token request answered ${res.status}`);
+  token = body.access_token;
+}
+
+/** POSTs a message, with a token under --auth oauth2 (a new one, and the message again, after a 401). */
+async function post(url, bundle) {
+  const body = JSON.stringify({ content: JSON.stringify(bundle) });
+  for (let attempt = 1; ; attempt++) {
+    if (oauth && token === undefined) await newToken(url);
+    const res = await fetch(url, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...(oauth ? { authorization: `Bearer ${token}` } : {}) },
+      body,
+      signal: AbortSignal.timeout(15_000),
+    });
+    if (res.status !== 401 || !oauth || attempt > 1) return res;
+    token = undefined;
+  }
+}
+
 /** Sends a message to the sandbox and says how it was answered; never throws (a pharmacy keeps running). */
 async function send(url, event, bundle) {
   try {
-    const res = await fetch(url, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ content: JSON.stringify(bundle) }),
-      signal: AbortSignal.timeout(15_000),
-    });
+    const res = await post(url, bundle);
     const answer = await res.json().catch(() => null);
     const code = answer?.entry?.[0]?.resource?.response?.code ?? answer?.issue?.[0]?.diagnostics ?? "";
     log(`sent ${event} → ${res.status} ${code}`);

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Child, http, killStray, PROCESS_TIMEOUT_MS, spawnCommand, startCli } from "../cli/cli-process.js";
 
@@ -229,4 +232,46 @@ describe("the receiver plan against the reference pharmacy", () => {
     const listed = await http(`${sandbox.url}/w/receiver-refused/__admin/pharmacies`);
     expect(listed.json.pharmacies.map((p: Report) => p.licence)).not.toContain("PH-CONFORMANCE-0001");
   }, 30_000);
+});
+
+describe("the reference pharmacy on a sandbox with --auth oauth2", () => {
+  let dir: string;
+  let oauthSandbox: { child: Child; url: string };
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), "conformance-receiver-"));
+    const clients = join(dir, "clients.yaml");
+    writeFileSync(clients, "clients:\n  - { id: pharmacy, secret: pharmacy-secret, workspace: receiver-oauth }\n");
+    // The pharmacy listens on loopback, which --auth oauth2 refuses to push to unless --push-allow names it.
+    oauthSandbox = await startCli(["--auth", "oauth2", "--clients", clients, "--push-allow", "127.0.0.1"]);
+  }, PROCESS_TIMEOUT_MS);
+  afterAll(async () => {
+    for (const child of pharmacies) child.process.kill("SIGTERM");
+    oauthSandbox?.child.process.kill("SIGTERM");
+    await killStray();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("subscribes and sends every message with a token of its client: every step passes", async () => {
+    const base = `${oauthSandbox.url}/w/receiver-oauth`;
+    const started = await http(`${base}/__admin/conformance/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "receiver", pharmacyLicence: "PH-REF-OAUTH", timeScale: TIME_SCALE }),
+    });
+    expect(started.status, started.text).toBe(201);
+    const { child } = await pharmacy([
+      ...["--licence", "PH-REF-OAUTH", "--sandbox", base, "--subscribe"],
+      ...["--auth", "oauth2", "--client-id", "pharmacy", "--client-secret", "pharmacy-secret"],
+    ]);
+    let report: Report;
+    for (;;) {
+      const got = await http(`${base}/__admin/conformance/sessions/${started.json.id}?wait=20s`);
+      report = got.json;
+      if (report.state !== "running") break;
+    }
+    const notPassed = stepsOf(report).filter((s: Report) => s.status !== "pass");
+    expect(notPassed, child.stdout).toEqual([]);
+    // The subscription itself went through with the token (the session would wait for it in vain otherwise).
+    expect(child.stdout).toMatch(/^sent subscribe-order-notifications → 200 ok$/m);
+  }, 60_000);
 });
