@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Task } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import { receiverKinds } from "../../src/conformance/kinds/receiver.js";
@@ -7,6 +8,7 @@ import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import { PushDispatcher } from "../../src/push/dispatcher.js";
+import { messageBundle, post } from "../support/messages.js";
 
 /**
  * The receiver kinds in one process, against a receiver the test scripts: how a pharmacy answers a push about an
@@ -19,10 +21,17 @@ afterEach(() => {
   for (const close of closers.splice(0)) close();
 });
 
-/** A receiver answering every push with `status` and `body`. */
-async function receiver(status: number, body: string): Promise<string> {
+/** A receiver answering every push with `status` and `body`; `pushed` hears each push's body first. */
+async function receiver(status: number, body: string, pushed?: (text: string) => void): Promise<string> {
   const server: Server = createServer((req, res) => {
-    req.resume().on("end", () => res.writeHead(status, { "content-type": "application/fhir+json" }).end(body));
+    let text = "";
+    req.on("data", (chunk) => {
+      text += chunk;
+    });
+    req.on("end", () => {
+      pushed?.(text);
+      res.writeHead(status, { "content-type": "application/fhir+json" }).end(body);
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   closers.push(() => server.close());
@@ -49,8 +58,11 @@ const plan: Plan = {
   ],
 };
 
-async function session(pharmacyUrl: string): Promise<SessionReport> {
-  const app = createApp({ scenarios: undefined });
+async function session(
+  pharmacyUrl: string,
+  run: Plan = plan,
+  app = createApp({ scenarios: undefined }),
+): Promise<SessionReport> {
   closers.push(() => app.close());
   const { workspace } = app;
   workspace.pharmacies.put({ licence: "PH-K", name: "K", endpoint: pharmacyUrl, headers: {}, source: "fixture" });
@@ -58,9 +70,9 @@ async function session(pharmacyUrl: string): Promise<SessionReport> {
     { timeoutMs: 2000, attempts: 1, concurrency: 4, backoffMs: 10, allow: [] },
     { fetch, events: workspace.events, now: () => new Date(), monotonic: () => performance.now(), random: Math.random },
   );
-  const run = new Session({
+  const running = new Session({
     facts: { id: "s1", role: "receiver", operations: [], pharmacyUrl, pharmacyLicence: "PH-K", timeScale: 1 },
-    plan: { plan, source: "test" },
+    plan: { plan: run, source: "test" },
     workspace,
     sandbox: {
       now: () => new Date(),
@@ -72,8 +84,8 @@ async function session(pharmacyUrl: string): Promise<SessionReport> {
     },
     kinds: receiverKinds,
   });
-  void run.run();
-  return run.done;
+  void running.run();
+  return running.done;
 }
 
 const responseMessage = (code: string) =>
@@ -106,5 +118,52 @@ describe("expectRefused", () => {
     expect(refused?.status).toBe(verdict);
     expect(refused?.message).toMatch(message);
     expect(refused?.evidence[0]).toMatchObject({ direction: "outbound", operation: "order-allocation", status });
+  });
+});
+
+describe("allocate", () => {
+  it("waits for a confirmation still due before the deadline, then allocates and names the push", async () => {
+    const app = createApp({ scenarios: undefined });
+    // A pharmacy that confirms 300 ms after the fulfillment request: the allocate step runs before that.
+    const url = await receiver(200, "", (text) => {
+      const bundle = JSON.parse(JSON.parse(text).content);
+      if (bundle.entry[0].resource.eventCoding.code !== "order-fulfillment-request") return;
+      const task = bundle.entry.find((e: { resource: { resourceType: string } }) => e.resource.resourceType === "Task");
+      const confirmation = messageBundle("confirm-drugs-availability", [
+        {
+          resourceType: "Task",
+          id: task.resource.id,
+          status: "accepted",
+          intent: "order",
+          businessStatus: { coding: [{ system: "urn:uae-fhir-sandbox:fulfillment-status", code: "available" }] },
+          owner: { identifier: { system: "urn:ae:pharmacy-licence", value: "PH-K" } },
+        } as Task,
+      ]);
+      setTimeout(() => void post(app.app, confirmation), 300);
+    });
+    const allocation: Plan = {
+      ...plan,
+      tests: [
+        {
+          id: "allocation",
+          title: "allocation",
+          rule: "r",
+          required: true,
+          steps: [
+            { id: "push-order", title: "push", pushOrder: { deadline: "5s" } },
+            { id: "allocate", title: "allocate", allocate: {} },
+            { id: "acknowledged", title: "ack", expectAck: { within: "2s" } },
+          ],
+        },
+      ],
+    };
+    const report = await session(url, allocation, app);
+    expect(report.tests[0]?.steps.map((s) => [s.id, s.status, s.message])).toEqual([
+      ["push-order", "pass", expect.stringMatching(/^order 1 pushed to /)],
+      ["allocate", "pass", "order 1 allocated to PH-K: the order-allocation push goes to its endpoint"],
+      ["acknowledged", "pass", expect.stringMatching(/^answered 200 after \d+ ms$/)],
+    ]);
+    expect(report.tests[0]?.steps[2]?.evidence[0]).toMatchObject({ operation: "order-allocation", status: 200 });
+    expect(app.workspace.orders.get("1")?.state).toBe("allocated");
   });
 });

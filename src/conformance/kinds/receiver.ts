@@ -165,7 +165,19 @@ const allocate = async (ctx: StepContext): Promise<StepVerdict> => {
   const current = memory.order;
   const licence = licenceOf(ctx);
   if (!current || !licence) return skip("not run: no order was pushed");
-  const order = ctx.workspace.orders.get(current.id);
+  let order = ctx.workspace.orders.get(current.id);
+  const unconfirmed = () =>
+    order?.state === "open" && !order.pharmacies.find((p) => p.licence === licence)?.confirmation;
+  if (unconfirmed()) {
+    // Not confirmed yet, the deadline ahead: the confirmation may still come (a plan need not wait for it first).
+    const left = current.deadline.getTime() - ctx.sandbox.now().getTime();
+    await ctx.calls.next(
+      (c) => isInbound(c, ["confirm-drugs-availability"]) && accepted(c) && mentions(c, [current.taskId]),
+      left,
+      current.from,
+    );
+    order = ctx.workspace.orders.get(current.id);
+  }
   if (!order) return fail(`expected order ${current.id} in the workspace; it is gone (was the workspace reset?)`);
   const request = order.pharmacies.find((p) => p.licence === licence);
   if (!(order.state === "allocated" && order.allocatedTo === licence) && order.state !== "dispensed") {
