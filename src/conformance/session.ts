@@ -2,6 +2,7 @@ import { durationMs } from "../scenarios/duration.js";
 import type { Workspace } from "../workspace/workspace.js";
 import { SessionCallWatch } from "./call-watch.js";
 import { coverage } from "./coverage.js";
+import { subscribedPharmacy } from "./kinds/receiver.js";
 import { ACTION_KINDS, type PlanStep, type StepKindName, stepKind } from "./plan-schema.js";
 import type { Evidence, SessionReport, StepResult, TestResult } from "./session-report.js";
 import type { ConformanceSession, LoadedPlan } from "./sessions-api.js";
@@ -220,6 +221,10 @@ export class Session implements ConformanceSession {
         step.message = verdict.message;
         step.evidence = verdict.evidence;
         if (step.status === "fail") failed = step.id;
+        // A pharmacy that subscribed itself is known from its subscription on: the report names it from then.
+        const subscribed =
+          this.#init.facts.role === "receiver" ? subscribedPharmacy(memory, this.#init.workspace) : null;
+        if (subscribed) Object.assign(this.#report.participants.system, subscribed);
         this.#changed();
       }
       test.status = testStatus(test.steps);

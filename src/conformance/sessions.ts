@@ -2,6 +2,7 @@ import type { SandboxChange, SandboxEvents } from "../events.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import { hostAllowed, literalAddressRefusal, pushableScheme } from "../push/push-allow.js";
 import type { Workspace } from "../workspace/workspace.js";
+import { registerPharmacy } from "./kinds/receiver.js";
 import type { StepKindName } from "./plan-schema.js";
 import { Session } from "./session.js";
 import type { ConformanceSessions, LoadedPlan, SessionRequest, StartResult } from "./sessions-api.js";
@@ -137,18 +138,25 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
         };
       }
       const receiver = request.role === "receiver";
+      const facts = {
+        id: deps.sandbox.newId(),
+        role: request.role,
+        operations: request.role === "sender" ? [...(request.operations ?? [])] : [],
+        pharmacyUrl: receiver ? (request.pharmacyUrl ?? null) : null,
+        // Without a URL the pharmacy subscribes itself, and its licence is the one it subscribes with.
+        pharmacyLicence: receiver
+          ? (request.pharmacyLicence ?? (request.pharmacyUrl !== undefined ? DEFAULT_PHARMACY_LICENCE : null))
+          : null,
+        timeScale: request.timeScale ?? 1,
+      };
+      // The pharmacy's endpoint is registered in the workspace (as a subscription would make it) before the run.
+      const refused = registerPharmacy(
+        { session: facts, workspace },
+        { allow: deps.pushAllow, guardAddresses: deps.guardAddresses },
+      );
+      if (refused) return { ok: false, status: 400, issues: [refused] };
       const session = new Session({
-        facts: {
-          id: deps.sandbox.newId(),
-          role: request.role,
-          operations: request.role === "sender" ? [...(request.operations ?? [])] : [],
-          pharmacyUrl: receiver ? (request.pharmacyUrl ?? null) : null,
-          // Without a URL the pharmacy subscribes itself, and its licence is the one it subscribes with.
-          pharmacyLicence: receiver
-            ? (request.pharmacyLicence ?? (request.pharmacyUrl !== undefined ? DEFAULT_PHARMACY_LICENCE : null))
-            : null,
-          timeScale: request.timeScale ?? 1,
-        },
+        facts,
         plan,
         workspace,
         sandbox: deps.sandbox,
