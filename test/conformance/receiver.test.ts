@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Child, http, killStray, PROCESS_TIMEOUT_MS, spawnCommand, startCli } from "../cli/cli-process.js";
+import { expectValidOutputs } from "./session-outputs.js";
 
 /**
  * The receiver plan against the reference pharmacy (conformance/examples/reference-pharmacy.mjs), well-behaved and
@@ -102,7 +103,10 @@ async function ended(workspace: string, id: string): Promise<Report> {
   for (;;) {
     const got = await http(`${sandbox.url}/w/${workspace}/__admin/conformance/sessions/${id}?wait=20s`);
     expect(got.status).toBe(200);
-    if (got.json.state !== "running") return got.json;
+    if (got.json.state !== "running") {
+      await expectValidOutputs(`${sandbox.url}/w/${workspace}/__admin/conformance/sessions/${id}`, got.json);
+      return got.json;
+    }
     if (Date.now() > until) throw new Error(`session ${id} still running: ${got.text}`);
   }
 }

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import { type Child, http, killStray, spawnCommand, startCli } from "../cli/cli-process.js";
+import { expectValidOutputs } from "./session-outputs.js";
 
 /**
  * The shipped sender plan against the reference sender (conformance/examples/reference-sender.mjs), each run in a
@@ -84,7 +85,10 @@ async function runSender(url: string, workspace: string, args: string[]): Promis
     for (let polls = 0; polls < 5; polls++) {
       const read = await fetch(`${admin}/${id}?wait=20s`, { signal: AbortSignal.timeout(30_000) });
       const report = (await read.json()) as SessionReport;
-      if (report.state !== "running") return report;
+      if (report.state !== "running") {
+        await expectValidOutputs(`${admin}/${id}`, report);
+        return report;
+      }
     }
     throw new Error(`session ${id} still running; sender: ${sender.describe()}`);
   } finally {
