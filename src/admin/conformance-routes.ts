@@ -3,7 +3,7 @@ import { z } from "zod";
 import { conformanceJunit } from "../conformance/report/junit.js";
 import { testReport } from "../conformance/report/testreport.js";
 import { testScript } from "../conformance/report/testscript.js";
-import type { ConformanceSessions, SessionRequest } from "../conformance/sessions-api.js";
+import type { ConformanceSession, ConformanceSessions, SessionRequest } from "../conformance/sessions-api.js";
 import { parseJson } from "../envelope/json.js";
 import { type Issue, issue } from "../fhir/outcome.js";
 import type { EdgeEnv } from "../http/edge-env.js";
@@ -29,11 +29,11 @@ const requestSchema = z
 
 const outcome = (status: number, issues: Issue[]) => outcomeOnly(status, issues);
 
-const notFound = (id: string) =>
+const notFound = (prefix: string, id: string) =>
   outcome(404, [
     issue(
       "not-found",
-      `No conformance session ${id} in this workspace; list them with GET /__admin/conformance/sessions.`,
+      `No conformance session ${id} in this workspace; list them with GET ${prefix}/__admin/conformance/sessions.`,
     ),
   ]);
 
@@ -41,8 +41,10 @@ const notFound = (id: string) =>
 const fhirResource = (resource: unknown) =>
   new Response(jsonText(resource), { status: 200, headers: { "content-type": FHIR_JSON } });
 
-const noPlan = (id: string) =>
-  outcome(404, [issue("not-found", `No conformance plan ${id}; list them with GET /__admin/conformance/plans.`)]);
+const noPlan = (prefix: string, id: string) =>
+  outcome(404, [
+    issue("not-found", `No conformance plan ${id}; list them with GET ${prefix}/__admin/conformance/plans.`),
+  ]);
 
 const waitQuery = z.object({ wait: durationSchema.optional() }).strict();
 
@@ -72,13 +74,13 @@ export function mountConformanceRoutes(
 
   admin.get("/conformance/plans/:id", (c) => {
     const found = sessions.plans().find((p) => p.plan.id === c.req.param("id"));
-    return found ? jsonResponse(found.plan) : noPlan(c.req.param("id"));
+    return found ? jsonResponse(found.plan) : noPlan(c.get("workspace").prefix, c.req.param("id"));
   });
 
   // The plan as an R4 TestScript: its tests, the sandbox's actions as operations, the expectations as asserts.
   admin.get("/conformance/plans/:id/testscript", (c) => {
     const found = sessions.plans().find((p) => p.plan.id === c.req.param("id"));
-    return found ? fhirResource(testScript(found.plan)) : noPlan(c.req.param("id"));
+    return found ? fhirResource(testScript(found.plan)) : noPlan(c.get("workspace").prefix, c.req.param("id"));
   });
 
   admin.post("/conformance/sessions", async (c) => {
@@ -126,7 +128,7 @@ export function mountConformanceRoutes(
 
   admin.get("/conformance/sessions/:id", async (c) => {
     const session = sessions.get(c.get("workspace").id, c.req.param("id"));
-    if (!session) return notFound(c.req.param("id"));
+    if (!session) return notFound(c.get("workspace").prefix, c.req.param("id"));
     const query = waitQuery.safeParse(c.req.query());
     if (!query.success) {
       return outcome(400, [
@@ -134,19 +136,21 @@ export function mountConformanceRoutes(
       ]);
     }
     const wait = query.data.wait === undefined ? 0 : Math.min(MAX_WAIT_MS, durationMs(query.data.wait));
-    if (wait > 0 && session.report().state === "running") await untilDone(c, session.done, wait);
+    if (wait > 0 && session.report().state === "running") await untilDone(c, session, wait);
     return jsonResponse(session.report());
   });
 
   // The session's report as an R4 TestReport and as JUnit XML: what `conformance run --out` writes, live while it runs.
   admin.get("/conformance/sessions/:id/testreport", (c) => {
     const session = sessions.get(c.get("workspace").id, c.req.param("id"));
-    return session ? fhirResource(testReport(session.report())) : notFound(c.req.param("id"));
+    return session
+      ? fhirResource(testReport(session.report()))
+      : notFound(c.get("workspace").prefix, c.req.param("id"));
   });
 
   admin.get("/conformance/sessions/:id/junit", (c) => {
     const session = sessions.get(c.get("workspace").id, c.req.param("id"));
-    if (!session) return notFound(c.req.param("id"));
+    if (!session) return notFound(c.get("workspace").prefix, c.req.param("id"));
     return new Response(conformanceJunit(session.report()), {
       status: 200,
       headers: { "content-type": "application/xml; charset=utf-8" },
@@ -155,23 +159,29 @@ export function mountConformanceRoutes(
 
   admin.delete("/conformance/sessions/:id", (c) => {
     const session = sessions.get(c.get("workspace").id, c.req.param("id"));
-    if (!session) return notFound(c.req.param("id"));
+    if (!session) return notFound(c.get("workspace").prefix, c.req.param("id"));
     session.stop("stopped through the admin API");
     return jsonResponse(session.report());
   });
 }
 
-/** Until the session ends, `ms` pass, or the client goes. */
-function untilDone(c: Context<EdgeEnv>, done: Promise<unknown>, ms: number): Promise<void> {
+/**
+ * Until the session ends, `ms` pass, or the client goes. Through onUpdate, which is let go of at the end: a client
+ * polling in a loop leaves nothing behind per poll (a callback on `done` would stay until the session ended).
+ */
+function untilDone(c: Context<EdgeEnv>, session: ConformanceSession, ms: number): Promise<void> {
   return new Promise((resolve) => {
     const signal = c.req.raw.signal;
     const finish = () => {
       clearTimeout(timer);
       signal.removeEventListener("abort", finish);
+      off();
       resolve();
     };
     const timer = setTimeout(finish, ms);
     signal.addEventListener("abort", finish, { once: true });
-    void done.then(finish);
+    const off = session.onUpdate((report) => {
+      if (report.state !== "running") finish();
+    });
   });
 }

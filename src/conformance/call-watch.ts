@@ -10,6 +10,11 @@ type DraftFacts = Omit<ObservedCall, "record">;
 
 /** Most calls a session keeps: a busy system's traffic over a long session must not pin the heap. */
 export const MAX_WATCHED_CALLS = 10_000;
+/**
+ * Most body bytes (the journal's count, CallRecord.size) of the calls a session keeps: the journal drops calls past
+ * its own budget, and a session must not keep them alive past it (a tenant's large messages would pin the heap).
+ */
+export const MAX_WATCHED_BYTES = 8 * 1024 * 1024;
 
 interface Waiter {
   test(call: ObservedCall): boolean;
@@ -25,6 +30,10 @@ export class SessionCallWatch implements CallWatch {
   readonly #calls: ObservedCall[] = [];
   /** Calls forgotten to keep within `max` (the oldest): positions stay those of every call seen. */
   #forgotten = 0;
+  /** Body bytes of the calls kept. */
+  #bytes = 0;
+  /** Every operation a call carried since the start, forgotten calls' too (coverage). */
+  readonly #operations = new Set<string>();
   readonly #waiters = new Set<Waiter>();
   /** The facts of the draft being recorded: the journal records it within the same `call:completed`. */
   #pending: { id: string | undefined; facts: DraftFacts } | undefined;
@@ -34,6 +43,7 @@ export class SessionCallWatch implements CallWatch {
   constructor(
     workspace: Workspace,
     private readonly max = MAX_WATCHED_CALLS,
+    private readonly maxBytes = MAX_WATCHED_BYTES,
   ) {
     const { events } = workspace;
     const completed = (draft: CallDraft) => {
@@ -59,10 +69,19 @@ export class SessionCallWatch implements CallWatch {
 
   #add(call: ObservedCall): void {
     this.#calls.push(call);
-    if (this.#calls.length > this.max) {
-      const drop = this.#calls.length - this.max;
+    this.#bytes += call.record.size;
+    if (call.record.operation !== null) this.#operations.add(call.record.operation);
+    // The oldest go first; the newest call stays whatever its size (a waiter is about to read it).
+    let drop = 0;
+    let bytes = this.#bytes;
+    while (this.#calls.length - drop > 1 && (this.#calls.length - drop > this.max || bytes > this.maxBytes)) {
+      bytes -= (this.#calls[drop] as ObservedCall).record.size;
+      drop++;
+    }
+    if (drop > 0) {
       this.#calls.splice(0, drop);
       this.#forgotten += drop;
+      this.#bytes = bytes;
     }
     for (const waiter of [...this.#waiters]) {
       if (waiter.test(call)) {
@@ -72,7 +91,12 @@ export class SessionCallWatch implements CallWatch {
     }
   }
 
-  /** The calls kept, oldest first: every call since the session started, up to the last `max`. */
+  /** Every operation the session's calls carried, those of calls no longer kept too. */
+  operationsSeen(): ReadonlySet<string> {
+    return this.#operations;
+  }
+
+  /** The calls kept, oldest first: every call since the session started, up to the last `max` and `maxBytes`. */
   all(): readonly ObservedCall[] {
     return this.#calls;
   }
@@ -107,11 +131,14 @@ export class SessionCallWatch implements CallWatch {
     });
   }
 
-  /** Stops listening; every wait ends (undefined) at once. */
+  /** Stops listening and lets go of the calls (a finished session keeps its report, not them); every wait ends at once. */
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
     this.#unsubscribe();
+    this.#forgotten += this.#calls.length;
+    this.#calls.length = 0;
+    this.#bytes = 0;
     for (const waiter of [...this.#waiters]) waiter.resolve(undefined);
     this.#waiters.clear();
   }

@@ -179,7 +179,7 @@ export class Session implements ConformanceSession {
       skipped: tests.filter((t) => t.status === "skip").length,
     };
     this.#report.coverage = coverage(
-      this.#watch.all(),
+      this.#watch.operationsSeen(),
       this.#init.sandbox.operationIds(),
       tests,
       Object.keys(this.#init.plan.plan.rules),

@@ -132,7 +132,7 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
           issues: [
             issue(
               "conflict",
-              `A conformance session (${busy.id}) runs in this workspace already: wait for its end, or stop it with DELETE /__admin/conformance/sessions/${busy.id}.`,
+              `A conformance session (${busy.id}) runs in this workspace already: wait for its end, or stop it with DELETE ${workspace.prefix}/__admin/conformance/sessions/${busy.id}.`,
             ),
           ],
         };

@@ -93,6 +93,8 @@ export class Scenarios {
   #runtimeCost: ScenarioCost = NO_COST;
   /** Each runtime document's number and cost, by its source (runtime-N): one may be removed alone. */
   #runtimeParts = new Map<string, { number: number; cost: ScenarioCost }>();
+  /** The rule ids of conformance sessions' documents: never in the state file, not cleared with the others. */
+  readonly #sessionRules = new Set<string>();
   #rules = new RuleSet([]);
   /** The folder version #rules was built from; -1: build it again. */
   #builtFor = -1;
@@ -186,8 +188,10 @@ export class Scenarios {
     if (!load.ok) return { ok: false, problems: load.problems };
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtimeCount++;
-    if (forSession) this.#runtime.unshift(scenario);
-    else this.#runtime.push(scenario);
+    if (forSession) {
+      this.#runtime.unshift(scenario);
+      for (const rule of scenario.rules) this.#sessionRules.add(rule.id);
+    } else this.#runtime.push(scenario);
     this.#runtimeParts.set(scenario.source, { number: this.#runtimeCount, cost });
     this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
@@ -226,6 +230,7 @@ export class Scenarios {
     this.#runtimeParts.delete(source);
     const removed = this.#runtime.find((s) => s.source === source);
     this.#runtime = this.#runtime.filter((s) => s !== removed);
+    for (const rule of removed?.rules ?? []) this.#sessionRules.delete(rule.id);
     this.#runtimeTexts.delete(part.number);
     this.#runtimeCost = addCosts(this.#runtimeCost, part.cost, -1);
     this.#builtFor = -1;
@@ -237,13 +242,22 @@ export class Scenarios {
     return part.cost.rules;
   }
 
-  /** Removes every rule added at run time. */
+  /**
+   * Removes every rule added at run time (DELETE /__admin/scenarios), but a running conformance session's: those
+   * are the session's, and go when it ends.
+   */
   clearRuntime(): number {
-    const n = this.#runtimeCost.rules;
-    this.#runtime = [];
-    this.#runtimeParts.clear();
+    const sessions = this.#runtime.filter((s) => s.rules.some((r) => this.#sessionRules.has(r.id)));
+    let n = 0;
+    for (const scenario of this.#runtime) if (!sessions.includes(scenario)) n += scenario.rules.length;
+    let cost = NO_COST;
+    for (const [source, part] of this.#runtimeParts) {
+      if (sessions.some((s) => s.source === source)) cost = addCosts(cost, part.cost);
+      else this.#runtimeParts.delete(source);
+    }
+    this.#runtime = sessions;
     this.#runtimeTexts.clear();
-    this.#runtimeCost = NO_COST;
+    this.#runtimeCost = cost;
     this.#builtFor = -1;
     this.sink.removeAll("scenario");
     return n;
@@ -383,7 +397,7 @@ export class Scenarios {
       }
       const counter = this.#counter(rule);
       counter.matched++;
-      if (this.sink.active) this.sink.put("hits", rule.id, () => counter);
+      if (this.sink.active && !this.#sessionRules.has(rule.id)) this.sink.put("hits", rule.id, () => counter);
       if (rule.times !== undefined && counter.answered >= rule.times) {
         trace?.passedOver.push({ rule, answered: counter.answered, why: "times" });
         continue;

@@ -75,8 +75,50 @@ describe("a session's reports through the admin API", () => {
     ]) {
       const res = await admin(path);
       expect(res.status, path).toBe(404);
-      expect(((await res.json()) as { resourceType: string }).resourceType).toBe("OperationOutcome");
+      const body = (await res.json()) as { resourceType: string; issue: Array<{ diagnostics: string }> };
+      expect(body.resourceType).toBe("OperationOutcome");
+      // The way on names this workspace's admin API, where the listing is.
+      expect(body.issue[0]?.diagnostics).toMatch(
+        /list them with GET \/w\/reports\/__admin\/conformance\/(plans|sessions)\.$/,
+      );
     }
+  });
+});
+
+describe("long-polling a running session", () => {
+  it("leaves nothing behind per poll that timed out: each poll's listener goes with it", async () => {
+    const started = await admin("/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    const session = app.conformance.get("reports", id);
+    if (!session) throw new Error("no session");
+    // Counts the listeners the polls hold, through the session's own onUpdate.
+    let held = 0;
+    let subscribed = 0;
+    const onUpdate = session.onUpdate.bind(session);
+    Object.assign(session, {
+      onUpdate: (listener: (r: SessionReport) => void) => {
+        held++;
+        subscribed++;
+        const off = onUpdate(listener);
+        return () => {
+          held--;
+          off();
+        };
+      },
+    });
+    for (let i = 0; i < 5; i++) {
+      const polled = await admin(`/conformance/sessions/${id}?wait=20ms`);
+      expect(((await polled.json()) as SessionReport).state).toBe("running");
+    }
+    // Each poll waited through a listener of its own (a callback on `done` would stay until the session ended)…
+    expect(subscribed).toBe(5);
+    // …and let go of it when its wait ran out.
+    expect(held).toBe(0);
+    session.stop("test over");
   });
 });
 

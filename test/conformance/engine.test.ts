@@ -247,9 +247,22 @@ describe("what the call watch takes from a call before the journal redacts it", 
     expect(fifth?.record.id).toBe(watch.all()[2]?.record.id);
     expect(await watch.next(() => true, 0, 5)).toBeUndefined();
     watch.close();
-    // Closed: it hears no more calls.
+    // Closed: it hears no more calls, and lets go of those it kept.
     await post(app.app, allergy());
     expect(watch.position).toBe(5);
+    expect(watch.all()).toEqual([]);
+  });
+
+  it("keeps calls within a byte budget too (the journal's size of each), the newest whatever its size", async () => {
+    const { app } = sandbox();
+    const watch = new SessionCallWatch(app.workspace, 1_000, 1);
+    for (let i = 0; i < 3; i++) await post(app.app, allergy());
+    expect(watch.position).toBe(3);
+    expect(watch.all()).toHaveLength(1);
+    expect(watch.all()[0]?.record.id).toBe(app.workspace.journal.list().at(-1)?.id);
+    // What the forgotten calls carried still counts for the session's coverage.
+    expect([...watch.operationsSeen()]).toEqual(["add-allergy"]);
+    watch.close();
   });
 });
 
