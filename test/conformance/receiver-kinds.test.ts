@@ -62,6 +62,7 @@ async function session(
   pharmacyUrl: string,
   run: Plan = plan,
   app = createApp({ scenarios: undefined }),
+  now: () => Date = () => new Date(),
 ): Promise<SessionReport> {
   closers.push(() => app.close());
   const { workspace } = app;
@@ -75,7 +76,7 @@ async function session(
     plan: { plan: run, source: "test" },
     workspace,
     sandbox: {
-      now: () => new Date(),
+      now,
       newId: () => crypto.randomUUID(),
       publicUrl: () => "http://127.0.0.1:1",
       messageUrl: () => "http://127.0.0.1:1/uae-fhir/r4/$process-message",
@@ -165,5 +166,57 @@ describe("allocate", () => {
     ]);
     expect(report.tests[0]?.steps[2]?.evidence[0]).toMatchObject({ operation: "order-allocation", status: 200 });
     expect(app.workspace.orders.get("1")?.state).toBe("allocated");
+  });
+});
+
+describe("after an order the pharmacy did not confirm", () => {
+  it("allocate and the steps after the allocation skip, whichever ended first: allocate's wait or the deadline's timer", async () => {
+    // The session's clock a minute ahead of the order book's: allocate's wait for a confirmation ends at once (its
+    // deadline passed), while the order book's deadline timer (30 s) has not run, so the order is still open. That
+    // is the order in which the two timers ended when allocate's fired first.
+    const ahead = () => new Date(Date.now() + 60_000);
+    const unconfirmed: Plan = {
+      ...plan,
+      tests: [
+        {
+          id: "allocation-and-dispense-summary",
+          title: "allocation",
+          rule: "r",
+          required: true,
+          steps: [
+            { id: "push-order", title: "push", pushOrder: { deadline: "30s" } },
+            { id: "allocate", title: "allocate", allocate: {} },
+            {
+              id: "allocation-received",
+              title: "receive-allocation",
+              required: false,
+              expectMessage: { operation: "receive-allocation", about: "task", within: "2s" },
+            },
+            {
+              id: "dispense-summary",
+              title: "dispense summary",
+              expectMessage: { operation: "send-dispense-summary", about: "order", within: "2s" },
+            },
+          ],
+        },
+      ],
+    };
+    // A pharmacy that takes the push and never confirms.
+    const report = await session(await receiver(200, ""), unconfirmed, undefined, ahead);
+    const steps = report.tests[0]?.steps ?? [];
+    expect(steps.map((s) => [s.id, s.status])).toEqual([
+      ["push-order", "pass"],
+      ["allocate", "skip"],
+      ["allocation-received", "skip"],
+      ["dispense-summary", "skip"],
+    ]);
+    expect(steps[1]?.message).toMatch(
+      /^not run: order 1 is open and the pharmacy did not confirm it before its deadline/,
+    );
+    for (const step of steps.slice(2)) {
+      expect(step.message).toMatch(
+        /^not run: order 1 .*it was never allocated to the pharmacy, so no (receive-allocation|send-dispense-summary) can be expected$/,
+      );
+    }
   });
 });
