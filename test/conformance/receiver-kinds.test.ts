@@ -7,6 +7,7 @@ import { receiverKinds } from "../../src/conformance/kinds/receiver.js";
 import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
+import type { StepContext } from "../../src/conformance/step-context.js";
 import { PushDispatcher } from "../../src/push/dispatcher.js";
 import { messageBundle, post } from "../support/messages.js";
 
@@ -218,5 +219,56 @@ describe("after an order the pharmacy did not confirm", () => {
         /^not run: order 1 .*it was never allocated to the pharmacy, so no (receive-allocation|send-dispense-summary) can be expected$/,
       );
     }
+  });
+});
+
+describe("expectSubscription, with a pharmacyUrl", () => {
+  const facts = (pharmacyUrl: string) => ({
+    id: "s1",
+    role: "receiver" as const,
+    operations: [],
+    pharmacyUrl,
+    pharmacyLicence: "PH-K",
+    timeScale: 1,
+  });
+  const expectSubscription = receiverKinds.expectSubscription as unknown as (
+    ctx: Pick<StepContext, "session" | "workspace" | "memory">,
+    spec: object,
+  ) => Promise<{ status: string; message: string }>;
+
+  it("says the pharmacy subscribed again with another endpoint when the registration was replaced", async () => {
+    const app = createApp({ scenarios: undefined });
+    closers.push(() => app.close());
+    const { workspace } = app;
+    workspace.pharmacies.put({
+      licence: "PH-K",
+      name: "K",
+      endpoint: "http://127.0.0.1:2/other-hook",
+      headers: {},
+      source: "subscription",
+    });
+    const verdict = await expectSubscription(
+      { session: facts("http://127.0.0.1:1/fhir-hook"), workspace, memory: {} },
+      {},
+    );
+    expect(verdict).toMatchObject({
+      status: "fail",
+      message:
+        "expected the pharmacy registered at http://127.0.0.1:1/fhir-hook as PH-K; PH-K now has the endpoint http://127.0.0.1:2/other-hook: did the pharmacy subscribe again with another endpoint?",
+    });
+  });
+
+  it("says the pharmacy unsubscribed when its licence has no endpoint", async () => {
+    const app = createApp({ scenarios: undefined });
+    closers.push(() => app.close());
+    const { workspace } = app;
+    workspace.pharmacies.put({ licence: "PH-K", name: "K", endpoint: undefined, headers: {}, source: "subscription" });
+    const verdict = await expectSubscription(
+      { session: facts("http://127.0.0.1:1/fhir-hook"), workspace, memory: {} },
+      {},
+    );
+    expect(verdict.message).toBe(
+      "expected the pharmacy registered at http://127.0.0.1:1/fhir-hook as PH-K; PH-K has no endpoint: did the pharmacy unsubscribe (status off)?",
+    );
   });
 });

@@ -59,9 +59,15 @@ const expectSubscription = async (ctx: StepContext, spec: Spec<"expectSubscripti
   const { pharmacyUrl, pharmacyLicence } = ctx.session;
   if (pharmacyUrl !== null) {
     const licence = licenceOf(ctx);
-    return licence && ctx.workspace.pharmacies.get(licence)?.endpoint === pharmacyUrl
-      ? pass(`registered at the session's start: ${pharmacyUrl} as ${licence}`)
-      : fail(`expected the pharmacy registered at ${pharmacyUrl}; the workspace does not hold it (was it reset?)`);
+    const endpoint = licence ? ctx.workspace.pharmacies.get(licence)?.endpoint : undefined;
+    if (licence && endpoint === pharmacyUrl)
+      return pass(`registered at the session's start: ${pharmacyUrl} as ${licence}`);
+    // A reset stops the session: what replaces the registration while it runs is the pharmacy's own subscription.
+    const instead =
+      endpoint !== undefined
+        ? `${licence} now has the endpoint ${endpoint}: did the pharmacy subscribe again with another endpoint?`
+        : `${licence} has no endpoint: did the pharmacy unsubscribe (status off)?`;
+    return fail(`expected the pharmacy registered at ${pharmacyUrl} as ${licence}; ${instead}`);
   }
   // A licence the session names that holds an active subscription already (made before the session) is enough.
   const held = pharmacyLicence === null ? undefined : ctx.workspace.pharmacies.get(pharmacyLicence);
