@@ -150,8 +150,9 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
         timeScale: request.timeScale ?? 1,
       };
       // The pharmacy's endpoint is registered in the workspace (as a subscription would make it) before the run.
+      const releases: Array<() => void> = [];
       const refused = registerPharmacy(
-        { session: facts, workspace },
+        { session: facts, workspace, onEnd: (release) => releases.push(release) },
         { allow: deps.pushAllow, guardAddresses: deps.guardAddresses },
       );
       if (refused) return { ok: false, status: 400, issues: [refused] };
@@ -162,6 +163,8 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
         sandbox: deps.sandbox,
         kinds: deps.kinds,
       });
+      // The pharmacy registered for the session goes when it ends, however it ends.
+      for (const release of releases) session.onEnd(release);
       running.set(workspace.id, session);
       const list = byWorkspace.get(workspace.id) ?? [];
       list.unshift(session);

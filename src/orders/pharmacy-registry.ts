@@ -13,8 +13,8 @@ export interface Pharmacy {
   headers: Record<string, string>;
   /** The client certificate its pushes present, by --push-client-certs name (its subscription's extension). */
   clientCertificate?: string;
-  /** Where it came from. */
-  source: "fixture" | "subscription";
+  /** Where it came from: a scenario fixture, a subscription, or a receiver conformance session (its pharmacy under test). */
+  source: "fixture" | "subscription" | "conformance";
   /** The Subscription as the sandbox holds it (subscriptions only). */
   subscription?: Subscription;
 }
@@ -53,6 +53,22 @@ export class PharmacyRegistry {
     const kept = structuredClone(pharmacy);
     this.#pharmacies.set(pharmacy.licence, kept);
     if (this.sink.active) this.sink.put("pharmacy", pharmacy.licence, () => kept);
+  }
+
+  /**
+   * Holds `pharmacy` for a while only (a receiver conformance session's pharmacy under test): in memory, never in
+   * the state file, so that neither a restart nor a crash keeps it. `release` puts back what the licence held before
+   * (or nothing), unless something replaced it meanwhile (the pharmacy subscribed, the workspace was reset).
+   */
+  hold(pharmacy: Pharmacy): () => void {
+    const before = this.#pharmacies.get(pharmacy.licence);
+    const held = structuredClone(pharmacy);
+    this.#pharmacies.set(pharmacy.licence, held);
+    return () => {
+      if (this.#pharmacies.get(pharmacy.licence) !== held) return;
+      if (before) this.#pharmacies.set(pharmacy.licence, before);
+      else this.#pharmacies.delete(pharmacy.licence);
+    };
   }
 
   get(licence: string): Pharmacy | undefined {

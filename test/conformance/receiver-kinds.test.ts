@@ -7,6 +7,7 @@ import { receiverKinds } from "../../src/conformance/kinds/receiver.js";
 import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
+import type { StepContext } from "../../src/conformance/step-context.js";
 import { PushDispatcher } from "../../src/push/dispatcher.js";
 import { messageBundle, post } from "../support/messages.js";
 
@@ -62,6 +63,7 @@ async function session(
   pharmacyUrl: string,
   run: Plan = plan,
   app = createApp({ scenarios: undefined }),
+  now: () => Date = () => new Date(),
 ): Promise<SessionReport> {
   closers.push(() => app.close());
   const { workspace } = app;
@@ -75,7 +77,7 @@ async function session(
     plan: { plan: run, source: "test" },
     workspace,
     sandbox: {
-      now: () => new Date(),
+      now,
       newId: () => crypto.randomUUID(),
       publicUrl: () => "http://127.0.0.1:1",
       messageUrl: () => "http://127.0.0.1:1/uae-fhir/r4/$process-message",
@@ -165,5 +167,108 @@ describe("allocate", () => {
     ]);
     expect(report.tests[0]?.steps[2]?.evidence[0]).toMatchObject({ operation: "order-allocation", status: 200 });
     expect(app.workspace.orders.get("1")?.state).toBe("allocated");
+  });
+});
+
+describe("after an order the pharmacy did not confirm", () => {
+  it("allocate and the steps after the allocation skip, whichever ended first: allocate's wait or the deadline's timer", async () => {
+    // The session's clock a minute ahead of the order book's: allocate's wait for a confirmation ends at once (its
+    // deadline passed), while the order book's deadline timer (30 s) has not run, so the order is still open. That
+    // is the order in which the two timers ended when allocate's fired first.
+    const ahead = () => new Date(Date.now() + 60_000);
+    const unconfirmed: Plan = {
+      ...plan,
+      tests: [
+        {
+          id: "allocation-and-dispense-summary",
+          title: "allocation",
+          rule: "r",
+          required: true,
+          steps: [
+            { id: "push-order", title: "push", pushOrder: { deadline: "30s" } },
+            { id: "allocate", title: "allocate", allocate: {} },
+            {
+              id: "allocation-received",
+              title: "receive-allocation",
+              required: false,
+              expectMessage: { operation: "receive-allocation", about: "task", within: "2s" },
+            },
+            {
+              id: "dispense-summary",
+              title: "dispense summary",
+              expectMessage: { operation: "send-dispense-summary", about: "order", within: "2s" },
+            },
+          ],
+        },
+      ],
+    };
+    // A pharmacy that takes the push and never confirms.
+    const report = await session(await receiver(200, ""), unconfirmed, undefined, ahead);
+    const steps = report.tests[0]?.steps ?? [];
+    expect(steps.map((s) => [s.id, s.status])).toEqual([
+      ["push-order", "pass"],
+      ["allocate", "skip"],
+      ["allocation-received", "skip"],
+      ["dispense-summary", "skip"],
+    ]);
+    expect(steps[1]?.message).toMatch(
+      /^not run: order 1 is open and the pharmacy did not confirm it before its deadline/,
+    );
+    for (const step of steps.slice(2)) {
+      expect(step.message).toMatch(
+        /^not run: order 1 .*it was never allocated to the pharmacy, so no (receive-allocation|send-dispense-summary) can be expected$/,
+      );
+    }
+  });
+});
+
+describe("expectSubscription, with a pharmacyUrl", () => {
+  const facts = (pharmacyUrl: string) => ({
+    id: "s1",
+    role: "receiver" as const,
+    operations: [],
+    pharmacyUrl,
+    pharmacyLicence: "PH-K",
+    timeScale: 1,
+  });
+  const expectSubscription = receiverKinds.expectSubscription as unknown as (
+    ctx: Pick<StepContext, "session" | "workspace" | "memory">,
+    spec: object,
+  ) => Promise<{ status: string; message: string }>;
+
+  it("says the pharmacy subscribed again with another endpoint when the registration was replaced", async () => {
+    const app = createApp({ scenarios: undefined });
+    closers.push(() => app.close());
+    const { workspace } = app;
+    workspace.pharmacies.put({
+      licence: "PH-K",
+      name: "K",
+      endpoint: "http://127.0.0.1:2/other-hook",
+      headers: {},
+      source: "subscription",
+    });
+    const verdict = await expectSubscription(
+      { session: facts("http://127.0.0.1:1/fhir-hook"), workspace, memory: {} },
+      {},
+    );
+    expect(verdict).toMatchObject({
+      status: "fail",
+      message:
+        "expected the pharmacy registered at http://127.0.0.1:1/fhir-hook as PH-K; PH-K now has the endpoint http://127.0.0.1:2/other-hook: did the pharmacy subscribe again with another endpoint?",
+    });
+  });
+
+  it("says the pharmacy unsubscribed when its licence has no endpoint", async () => {
+    const app = createApp({ scenarios: undefined });
+    closers.push(() => app.close());
+    const { workspace } = app;
+    workspace.pharmacies.put({ licence: "PH-K", name: "K", endpoint: undefined, headers: {}, source: "subscription" });
+    const verdict = await expectSubscription(
+      { session: facts("http://127.0.0.1:1/fhir-hook"), workspace, memory: {} },
+      {},
+    );
+    expect(verdict.message).toBe(
+      "expected the pharmacy registered at http://127.0.0.1:1/fhir-hook as PH-K; PH-K has no endpoint: did the pharmacy unsubscribe (status off)?",
+    );
   });
 });

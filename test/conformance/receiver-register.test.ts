@@ -34,9 +34,21 @@ const open = { allow: [], guardAddresses: false };
 describe("registerPharmacy", () => {
   it("registers the endpoint under the session's licence, as a subscription makes it pushable", () => {
     const ws = workspace();
-    expect(registerPharmacy({ session: facts("http://127.0.0.1:9090/fhir-hook"), workspace: ws }, open)).toBeNull();
+    const atEnd: Array<() => void> = [];
+    const ctx = {
+      session: facts("http://127.0.0.1:9090/fhir-hook"),
+      workspace: ws,
+      onEnd: (f: () => void) => atEnd.push(f),
+    };
+    expect(registerPharmacy(ctx, open)).toBeNull();
     expect(ws.pharmacies.isActive("PH-TEST-0001")).toBe(true);
-    expect(ws.pharmacies.get("PH-TEST-0001")?.endpoint).toBe("http://127.0.0.1:9090/fhir-hook");
+    expect(ws.pharmacies.get("PH-TEST-0001")).toMatchObject({
+      endpoint: "http://127.0.0.1:9090/fhir-hook",
+      source: "conformance",
+    });
+    // For the session only: at its end the workspace holds no pharmacy of it any more.
+    for (const release of atEnd) release();
+    expect(ws.pharmacies.get("PH-TEST-0001")).toBeUndefined();
   });
 
   it("does nothing without a pharmacyUrl: the pharmacy subscribes itself", () => {

@@ -3,8 +3,8 @@ import { hostAllowed, literalAddressRefusal, pushableScheme } from "../../push/p
 import type { StepContext } from "../step-context.js";
 import { DEFAULT_PHARMACY_LICENCE } from "./receiver-state.js";
 
-/** What registering needs: the session's facts and its workspace (a StepContext has them). */
-export type RegisterContext = Pick<StepContext, "session" | "workspace">;
+/** What registering needs: the session's facts, its workspace, and where to leave what undoes it at the session's end. */
+export type RegisterContext = Pick<StepContext, "session" | "workspace" | "onEnd">;
 
 /** Where the sandbox may push: --push-allow (empty: any host), and whether internal addresses are refused (--auth oauth2). */
 export interface PushPolicy {
@@ -35,9 +35,14 @@ export function pharmacyUrlProblem(url: string, policy: PushPolicy): Issue | nul
 
 /**
  * Registers the pharmacy under test for a receiver session started with a pharmacyUrl: its endpoint, under the
- * session's licence (default PH-CONFORMANCE-0001), in the session's workspace, as a subscription would — after the
- * same checks (`policy`: the sandbox's). Returns the issue that refuses it (the session should not start), or null. Without a pharmacyUrl it
- * does nothing: the session waits for the pharmacy to subscribe (expectSubscription).
+ * session's licence (default PH-CONFORMANCE-0001), in the session's workspace, after the checks a subscription's
+ * endpoint gets (`policy`: the sandbox's). For the session only: never in the state file, and what `ctx.onEnd` is
+ * given (run when the session ends, however it ends) puts back what the licence held before, so that no order pushes
+ * to the tested URL afterwards and no --max-pharmacies place stays taken. A licence the workspace holds an active
+ * subscription of is refused, unless pharmacyUrl is that subscription's endpoint (then the subscription is used as
+ * it is, its headers and client certificate with it). Returns the issue that refuses it (the session should not
+ * start), or null. Without a pharmacyUrl it does nothing: the session waits for the pharmacy to subscribe
+ * (expectSubscription).
  */
 export function registerPharmacy(ctx: RegisterContext, policy: PushPolicy): Issue | null {
   const url = ctx.session.pharmacyUrl;
@@ -46,16 +51,25 @@ export function registerPharmacy(ctx: RegisterContext, policy: PushPolicy): Issu
   if (problem) return problem;
   const licence = ctx.session.pharmacyLicence ?? DEFAULT_PHARMACY_LICENCE;
   const { pharmacies } = ctx.workspace;
+  const existing = pharmacies.get(licence);
+  if (existing?.source === "subscription" && existing.endpoint !== undefined) {
+    if (existing.endpoint === url) return null;
+    return issue(
+      "business-rule",
+      `pharmacyLicence ${licence} has an active subscription in this workspace, with another endpoint (${existing.endpoint}): the session would take its pushes. Name another pharmacyLicence, or give that endpoint as pharmacyUrl.`,
+      "pharmacyLicence",
+    );
+  }
   const full = pharmacies.noRoomFor([licence]);
   if (full)
     return issue("business-rule", `Pharmacy ${licence} cannot be registered. ${full.diagnostics}`, "pharmacyUrl");
-  const existing = pharmacies.get(licence);
-  pharmacies.put({
+  const release = pharmacies.hold({
     licence,
     name: existing?.name ?? "Pharmacy under test (conformance session)",
     endpoint: url,
     headers: {},
-    source: "fixture",
+    source: "conformance",
   });
+  ctx.onEnd?.(release);
   return null;
 }

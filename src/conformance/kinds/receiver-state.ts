@@ -34,6 +34,11 @@ interface ReceiverMemory {
   order?: SessionOrder;
   unknownOrder?: SessionOrder;
   push?: SessionPush;
+  /**
+   * The id of the current order when allocate found nothing to allocate (not confirmed in time): the steps after the
+   * allocation skip on it, whichever of allocate's wait and the order's deadline timer ended first.
+   */
+  unallocated?: string;
 }
 
 const KEY = "receiver";

@@ -59,9 +59,15 @@ const expectSubscription = async (ctx: StepContext, spec: Spec<"expectSubscripti
   const { pharmacyUrl, pharmacyLicence } = ctx.session;
   if (pharmacyUrl !== null) {
     const licence = licenceOf(ctx);
-    return licence && ctx.workspace.pharmacies.get(licence)?.endpoint === pharmacyUrl
-      ? pass(`registered at the session's start: ${pharmacyUrl} as ${licence}`)
-      : fail(`expected the pharmacy registered at ${pharmacyUrl}; the workspace does not hold it (was it reset?)`);
+    const endpoint = licence ? ctx.workspace.pharmacies.get(licence)?.endpoint : undefined;
+    if (licence && endpoint === pharmacyUrl)
+      return pass(`registered at the session's start: ${pharmacyUrl} as ${licence}`);
+    // A reset stops the session: what replaces the registration while it runs is the pharmacy's own subscription.
+    const instead =
+      endpoint !== undefined
+        ? `${licence} now has the endpoint ${endpoint}: did the pharmacy subscribe again with another endpoint?`
+        : `${licence} has no endpoint: did the pharmacy unsubscribe (status off)?`;
+    return fail(`expected the pharmacy registered at ${pharmacyUrl} as ${licence}; ${instead}`);
   }
   // A licence the session names that holds an active subscription already (made before the session) is enough.
   const held = pharmacyLicence === null ? undefined : ctx.workspace.pharmacies.get(pharmacyLicence);
@@ -184,6 +190,7 @@ const allocate = async (ctx: StepContext): Promise<StepVerdict> => {
     const confirmed = request?.confirmation;
     // Allocation needs an available or partial confirmation in time: without one there is nothing to check here.
     if (order.state !== "open" || !confirmed || confirmed.availability === "unavailable") {
+      memory.unallocated = order.id;
       return skip(
         `not run: order ${order.id} is ${order.state}${order.allocatedTo ? ` (allocated to ${order.allocatedTo})` : ""} and the pharmacy ${confirmed ? `confirmed it ${confirmed.availability}` : "did not confirm it before its deadline"}: there is nothing to allocate to it`,
       );
@@ -321,10 +328,20 @@ const expectMessage = async (ctx: StepContext, spec: Spec<"expectMessage">): Pro
   const { order, ids, what } = about;
   const licence = licenceOf(ctx);
   const held = spec.about === "unknown-order" ? undefined : ctx.workspace.orders.get(order.id);
-  if (held && AFTER_ALLOCATION.has(spec.operation) && held.allocatedTo !== licence && held.state !== "open") {
-    return skip(
-      `not run: order ${held.id} is ${held.state}${held.allocatedTo ? ` (allocated to ${held.allocatedTo})` : ""}: it was never allocated to the pharmacy, so no ${spec.operation} can be expected`,
-    );
+  if (held && AFTER_ALLOCATION.has(spec.operation) && held.allocatedTo !== licence) {
+    // Not allocated to it, and it cannot be any more: over, or still open (the deadline timer not run yet) but past
+    // its deadline without its confirmation, or the allocate step found nothing to allocate.
+    const unconfirmedPastDeadline =
+      held.state === "open" &&
+      ctx.sandbox.now().getTime() >= held.deadline.getTime() &&
+      !held.pharmacies.find((p) => p.licence === licence)?.confirmation;
+    if (held.state !== "open" || unconfirmedPastDeadline || receiverMemory(ctx).unallocated === held.id) {
+      const state =
+        held.state === "open" ? "not allocated to it: it did not confirm it before its deadline" : held.state;
+      return skip(
+        `not run: order ${held.id} is ${state}${held.allocatedTo ? ` (allocated to ${held.allocatedTo})` : ""}: it was never allocated to the pharmacy, so no ${spec.operation} can be expected`,
+      );
+    }
   }
   const within = ctx.ms(spec.within, WITHIN_MS);
   const deadline = order.deadline.getTime();

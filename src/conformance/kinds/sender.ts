@@ -1,6 +1,7 @@
 import { TIMEOUT_FAULT_CAP_MS } from "../../http/faults.js";
 import { responseCode } from "../../journal/call-summary.js";
 import type { PlanStep, StepKindName, StepSpecOf } from "../plan-schema.js";
+import { MAX_WAIT_MS } from "../session.js";
 import type { ObservedCall, StepContext, StepRun, StepVerdict } from "../step-context.js";
 
 /**
@@ -187,7 +188,11 @@ const expectRetry = async (ctx: StepContext, spec: StepSpecOf<"expectRetry">): P
     (!spec.sameId || c.record.messageId === id) &&
     (!spec.sameContent || c.contentFingerprint === first.contentFingerprint) &&
     (!spec.newToken || (c.authFingerprint !== null && c.authFingerprint !== first.authFingerprint));
-  const within = ctx.ms(spec.within, DEFAULT_WITHIN_MS);
+  // The plan's window is scaled, the answer's Retry-After is not (the system under test reads it as it is): a
+  // system that waits it out correctly gets the window on top of it, however small the time scale.
+  const scaled = ctx.ms(spec.within, DEFAULT_WITHIN_MS);
+  const retryAfter = first.retryAfterMs ?? 0;
+  const within = Math.max(scaled, Math.min(MAX_WAIT_MS, retryAfter + scaled));
   const retry = await ctx.calls.next(holds, within, 0);
   const wanted = [
     spec.sameId ? `with the same MessageHeader id ${shortId(id)}` : "",
@@ -196,7 +201,8 @@ const expectRetry = async (ctx: StepContext, spec: StepSpecOf<"expectRetry">): P
   ]
     .filter(Boolean)
     .join(" ");
-  const expected = `expected a retry of message ${shortId(id)} ${wanted} within ${seconds(within)} of its ${answerOf(first)}`;
+  const waits = retryAfter > 0 ? ` (its Retry-After ${seconds(retryAfter)}, then ${seconds(scaled)})` : "";
+  const expected = `expected a retry of message ${shortId(id)} ${wanted} within ${seconds(within)} of its ${answerOf(first)}${waits}`;
   if (retry) {
     ctx.memory[RETRY] = retry;
     const delay = retry.record.at.getTime() - endOf(first);
