@@ -4,7 +4,7 @@ import type { ConformanceSession, ConformanceSessions, SessionRequest } from "..
 import { createRequestLog, type LogStreams } from "../log/request-log.js";
 import { type RunningServer, startServer } from "../server/start-server.js";
 import { counted } from "../text/plural.js";
-import { didYouMean } from "../text/suggest.js";
+import { nearest } from "../text/suggest.js";
 import { loadServerTls, type ServerTls, TlsProblem } from "../tls/server-tls.js";
 import { flagsHelp, parseArgsOptions, resolveServeConfig, type ServeConfig, UsageError } from "./flags.js";
 import { CommandLineError, parseCommandLine } from "./parse-command-line.js";
@@ -97,10 +97,12 @@ export function parseConformanceArgs(
   if (values.help) return { help: true };
   const [sub, ...extra] = parsed.positionals;
   if (sub === undefined) throw new Usage(`conformance needs a command: ${SUBCOMMANDS.join(", ")}`);
-  if (!SUBCOMMANDS.includes(sub))
+  if (!SUBCOMMANDS.includes(sub)) {
+    const meant = nearest(sub, SUBCOMMANDS);
     throw new Usage(
-      `unknown conformance command ${sub}${didYouMean(sub, SUBCOMMANDS)}; the commands are ${SUBCOMMANDS.join(", ")}`,
+      `unknown conformance command ${sub}${meant ? `; did you mean ${meant}?` : ""} (the commands are ${SUBCOMMANDS.join(", ")})`,
     );
+  }
   if (extra.length > 0) throw new Usage(`conformance ${sub} takes no arguments, only options: ${extra.join(" ")}`);
   const role = values.role as string | undefined;
   const text = (name: keyof typeof RUN_OPTIONS) => {
