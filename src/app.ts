@@ -8,6 +8,10 @@ import { DEFAULT_FAILURE_LIMIT, FailureLimit } from "./auth/failure-limit.js";
 import { DEFAULT_OPTIONS, normaliseBasePath, type SandboxOptions } from "./config/options.js";
 import type { ServerLimits } from "./config/server-limits.js";
 import { formatProblem } from "./config/yaml-file.js";
+import { STEP_RUNS } from "./conformance/kinds/index.js";
+import { createConformanceSessions } from "./conformance/sessions.js";
+import type { ConformanceSessions } from "./conformance/sessions-api.js";
+import { shippedPlans } from "./conformance/shipped-plans.js";
 import { defaultDeps, type SandboxDeps } from "./deps.js";
 import { SandboxEvents } from "./events.js";
 import { issue } from "./fhir/outcome.js";
@@ -97,6 +101,8 @@ export interface SandboxApp {
   resume(): void;
   /** Where the sandbox's messages go (deps.logger, with `warn` filled in). */
   logger: SandboxLogger;
+  /** The conformance sessions (the admin API's, the CLI's `conformance run`): at most one per workspace. */
+  conformance: ConformanceSessions;
   /** Reads the clients file again (--auth oauth2; undefined without): SIGHUP and POST /__admin/clients/reload. */
   reloadClients(): ClientsReload | undefined;
   /** Ends the answers that last until the client goes (the dashboard's event streams), so that a stop need not wait for them. */
@@ -335,6 +341,27 @@ export function createApp(
   const sweeper = setInterval(() => workspaces?.sweep(), SWEEP_INTERVAL_MS);
   sweeper.unref();
 
+  // Plans read once, when first asked for: a sandbox that never runs a session never reads them.
+  let plans: ReturnType<typeof shippedPlans> | undefined;
+  const conformance = createConformanceSessions({
+    plans: () => {
+      plans ??= shippedPlans();
+      return plans;
+    },
+    sandbox: {
+      now: deps.now,
+      newId: deps.newId,
+      publicUrl: () => publicUrl,
+      messageUrl: (workspace) => `${publicUrl}${workspace.prefix}${options.basePath}${STANDARD_PATH}`,
+      operationIds: () => catalogue.operations.map((op) => op.id),
+      deliver: (push) => dispatcher.deliver(push),
+    },
+    kinds: STEP_RUNS,
+    events,
+    pushAllow: options.pushAllow,
+    guardAddresses: options.auth === "oauth2",
+  });
+
   const messagePaths = new Map(catalogue.paths.map((path) => [`${options.basePath}${path}`, path]));
   const live = new LiveEvents(events);
   const app = new Hono<EdgeEnv>({ getPath: routedPath });
@@ -436,6 +463,7 @@ export function createApp(
       allocation: options.allocation,
       businessErrors: options.businessErrors,
       redaction,
+      conformance,
     }),
   );
   app.get("/", (c) =>
@@ -525,9 +553,12 @@ export function createApp(
     },
     resume,
     logger,
+    conformance,
     reloadClients: () => auth?.reloadClients(),
     endStreams: () => live.close(),
     close: () => {
+      // First: a session's rules go while the workspaces are still there.
+      conformance.close();
       live.close();
       deliveries.stop();
       stopWatching();

@@ -5,6 +5,7 @@ import type { ClientsReload } from "../auth/auth.js";
 import type { FailureLimit } from "../auth/failure-limit.js";
 import type { ServerLimits } from "../config/server-limits.js";
 import { formatProblem, type YamlProblem } from "../config/yaml-file.js";
+import type { ConformanceSessions } from "../conformance/sessions-api.js";
 import { parseJson } from "../envelope/json.js";
 import { issue, moreIssues } from "../fhir/outcome.js";
 import type { EdgeEnv } from "../http/edge-env.js";
@@ -39,6 +40,7 @@ import { uiRoutes } from "../ui/ui-routes.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 import type { Workspaces } from "../workspace/workspaces.js";
 import { type AdminScope, type AdminTokens, adminAuth, mayRead } from "./auth.js";
+import { mountConformanceRoutes } from "./conformance-routes.js";
 import type { LiveEvents } from "./live-events.js";
 import { mountOrderRoutes } from "./order-routes.js";
 import { resendRequest } from "./resend.js";
@@ -81,6 +83,8 @@ export interface AdminDeps {
   stateFile?: StateFile;
   /** The calls that belong to no workspace (GET /__admin/refused). */
   refused: RefusedLog;
+  /** The conformance sessions (/__admin/conformance/…); none: the routes are not served. */
+  conformance?: ConformanceSessions;
 }
 
 /** The endpoints that act on the whole sandbox rather than the request's workspace. */
@@ -530,6 +534,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
   });
 
   mountOrderRoutes(admin, { maxBody: deps.maxBody, allocation: deps.allocation });
+  if (deps.conformance) mountConformanceRoutes(admin, { sessions: deps.conformance, maxBody: deps.maxBody });
   mountWorkspaceRoutes(admin, { workspaces: deps.workspaces, now: deps.now });
 
   admin.post("/reset", (c) => {

@@ -56,6 +56,11 @@ export interface StepContext {
   readonly calls: CallWatch;
   /** A call as evidence, with a one-line note. */
   evidence(call: ObservedCall, note: string): Evidence;
+  /**
+   * Runs `cleanup` when the session ends (at once if it has): what a step set up in the workspace for the session
+   * (a runtime rule) goes with it, however the session ends. Optional so that a test's fake context may leave it out.
+   */
+  onEnd?(cleanup: () => void): void;
 }
 
 /** A step's verdict; the runner makes a `fail` of a step that is not required a `warning`. */

@@ -91,6 +91,8 @@ export class Scenarios {
   #runtimeTexts = new Map<number, string>();
   /** What the runtime documents weigh, in all (their rules, bytes, FHIRPath bytes). */
   #runtimeCost: ScenarioCost = NO_COST;
+  /** Each runtime document's number and cost, by its source (runtime-N): one may be removed alone. */
+  #runtimeParts = new Map<string, { number: number; cost: ScenarioCost }>();
   #rules = new RuleSet([]);
   /** The folder version #rules was built from; -1: build it again. */
   #builtFor = -1;
@@ -124,6 +126,7 @@ export class Scenarios {
     counters: ReadonlyMap<string, Counter>,
   ): YamlProblem[][] {
     this.#runtime = [];
+    this.#runtimeParts.clear();
     this.#runtimeTexts.clear();
     this.#runtimeCost = NO_COST;
     this.#runtimeCount = 0;
@@ -176,6 +179,7 @@ export class Scenarios {
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtimeCount++;
     this.#runtime.push(scenario);
+    this.#runtimeParts.set(scenario.source, { number: this.#runtimeCount, cost });
     this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
     // Kept only for a state file: in memory alone, the compiled rules are all a document leaves.
@@ -203,10 +207,27 @@ export class Scenarios {
     return { ok: false, refused: this.#refusal(limit, held, adding, unit) };
   }
 
+  /**
+   * Removes one document added at run time (by its source, runtime-N), as a conformance session removes the rules
+   * it added; the others stay, in their order. Returns how many rules went (0: no such document).
+   */
+  removeRuntime(source: string): number {
+    const part = this.#runtimeParts.get(source);
+    if (!part) return 0;
+    this.#runtimeParts.delete(source);
+    this.#runtime = this.#runtime.filter((s) => s.source !== source);
+    this.#runtimeTexts.delete(part.number);
+    this.#runtimeCost = addCosts(this.#runtimeCost, part.cost, -1);
+    this.#builtFor = -1;
+    if (this.sink.active) this.sink.remove("scenario", String(part.number).padStart(6, "0"));
+    return part.cost.rules;
+  }
+
   /** Removes every rule added at run time. */
   clearRuntime(): number {
     const n = this.#runtimeCost.rules;
     this.#runtime = [];
+    this.#runtimeParts.clear();
     this.#runtimeTexts.clear();
     this.#runtimeCost = NO_COST;
     this.#builtFor = -1;

@@ -148,6 +148,8 @@ export interface Workspace {
    * valid or would take the workspace past a limit (its rules, bytes, FHIRPath, its fixtures' pharmacies).
    */
   addScenario(text: string): AddResult;
+  /** Removes one document added at run time (its source, runtime-N), leaving the others; returns its rule count. */
+  removeScenario(source: string): number;
   /** The shared scenario files were loaded again (or refused): the patients their rules name stay pinned; its observers hear of it. */
   filesReloaded(result: { ok: boolean; problems: YamlProblem[] }): void;
   /** State back to fixtures, journal, duplicate memory and rule counters cleared (POST /__admin/reset). */
@@ -462,6 +464,11 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
         events.emit("sandbox:changed", { change: "rules-added", workspace: id, source, rules: rules.length });
       }
       return added;
+    },
+    removeScenario(source) {
+      const rules = written(() => scenarios.removeRuntime(source));
+      if (rules > 0) events.emit("sandbox:changed", { change: "rules-removed", workspace: id, rules });
+      return rules;
     },
     filesReloaded(result) {
       if (result.ok) pinRulePatients();

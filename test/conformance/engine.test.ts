@@ -1,0 +1,194 @@
+import type { AllergyIntolerance } from "fhir/r4.js";
+import { afterEach, describe, expect, it } from "vitest";
+import { createApp } from "../../src/app.js";
+import type { Plan } from "../../src/conformance/plan-schema.js";
+import { Session } from "../../src/conformance/session.js";
+import type { SessionReport } from "../../src/conformance/session-report.js";
+import type { ConformanceSandbox, StepContext, StepRun, StepVerdict } from "../../src/conformance/step-context.js";
+import { messageBundle, post } from "../support/messages.js";
+
+/**
+ * The runner's rules, with fake kinds: steps in order, a failed required step ends its test (the rest skipped), a
+ * step that is not required warns, a kind without an implementation fails, a stop ends the step running.
+ */
+
+const apps: Array<ReturnType<typeof createApp>> = [];
+afterEach(() => {
+  for (const app of apps.splice(0)) app.close();
+});
+
+function sandbox(): { app: ReturnType<typeof createApp>; parts: ConformanceSandbox } {
+  const app = createApp({ scenarios: undefined });
+  apps.push(app);
+  return {
+    app,
+    parts: {
+      now: () => new Date(),
+      newId: () => crypto.randomUUID(),
+      publicUrl: () => "http://127.0.0.1:1",
+      messageUrl: () => "http://127.0.0.1:1/uae-fhir/r4/$process-message",
+      operationIds: () => ["add-allergy", "add-history"],
+      deliver: async () => {
+        throw new Error("no pushes here");
+      },
+    },
+  };
+}
+
+/** A step kind whose verdict the step's own `expectNewId.within` names, so that one fake serves every step. */
+const verdicts: Record<string, StepVerdict["status"]> = {};
+const fake: StepRun = async (_ctx, _spec, step) => ({
+  status: verdicts[step.id] ?? "pass",
+  message: `${step.id} ${verdicts[step.id] ?? "pass"}`,
+  evidence: [],
+});
+
+const step = (id: string, extra: Record<string, unknown> = {}) => ({
+  id,
+  title: `step ${id}`,
+  expectNewId: {},
+  ...extra,
+});
+
+function plan(tests: Plan["tests"]): Plan {
+  return {
+    id: "fake",
+    title: "Fake",
+    version: "1",
+    role: "sender",
+    rules: { r: { source: "host", ref: "https://example.org/r", text: "a rule" } },
+    tests,
+  };
+}
+
+function run(p: Plan, kinds: Record<string, StepRun>, timeScale = 1) {
+  const { app, parts } = sandbox();
+  const session = new Session({
+    facts: { id: "s1", role: "sender", operations: [], pharmacyUrl: null, pharmacyLicence: null, timeScale },
+    plan: { plan: p, source: "test" },
+    workspace: app.workspace,
+    sandbox: parts,
+    kinds,
+  });
+  void session.run();
+  return session;
+}
+
+const statuses = (report: SessionReport) =>
+  Object.fromEntries(report.tests.map((t) => [t.id, [t.status, ...t.steps.map((s) => `${s.id}:${s.status}`)]]));
+
+describe("the session runner", () => {
+  it("runs tests and steps in order: a failed required step ends its test, a step not required warns", async () => {
+    Object.assign(verdicts, { b2: "fail", c1: "fail", d1: "skip", d2: "skip" });
+    const p = plan([
+      { id: "a", title: "A", rule: "r", required: true, steps: [step("a1"), step("a2")] },
+      { id: "b", title: "B", rule: "r", required: true, steps: [step("b1"), step("b2"), step("b3")] },
+      { id: "c", title: "C", rule: "r", required: true, steps: [step("c1", { required: false }), step("c2")] },
+      { id: "d", title: "D", rule: "r", required: true, steps: [step("d1"), step("d2")] },
+    ]);
+    const report = await run(p, { expectNewId: fake }).done;
+    expect(statuses(report)).toEqual({
+      a: ["pass", "a1:pass", "a2:pass"],
+      b: ["fail", "b1:pass", "b2:fail", "b3:skip"],
+      c: ["warning", "c1:warning", "c2:pass"],
+      d: ["skip", "d1:skip", "d2:skip"],
+    });
+    expect(report.tests[1]?.steps[2]?.message).toBe("not run: step b2 failed");
+    expect(report.state).toBe("failed");
+    expect(report.summary).toEqual({ tests: 4, passed: 1, failed: 1, warnings: 1, skipped: 1 });
+    expect(report.coverage.rules).toEqual({ checked: ["r"], notChecked: [] });
+  });
+
+  it("a test that is not required only warns, and the session passes", async () => {
+    Object.assign(verdicts, { e1: "fail" });
+    const p = plan([{ id: "e", title: "E", rule: "r", required: false, steps: [step("e1"), step("e2")] }]);
+    const report = await run(p, { expectNewId: fake }).done;
+    expect(statuses(report)).toEqual({ e: ["warning", "e1:warning", "e2:pass"] });
+    expect(report.state).toBe("passed");
+  });
+
+  it("fails a step whose kind has no implementation, never passes it", async () => {
+    const p = plan([{ id: "f", title: "F", rule: "r", required: true, steps: [step("f1"), step("f2")] }]);
+    const report = await run(p, {}).done;
+    expect(statuses(report)).toEqual({ f: ["fail", "f1:fail", "f2:skip"] });
+    expect(report.tests[0]?.steps[0]?.message).toMatch(/^not implemented: .*expectNewId/);
+  });
+
+  it("scales every wait by the time scale, and caps it at 10 minutes", async () => {
+    const seen: number[] = [];
+    const measuring: StepRun = async (ctx: StepContext) => {
+      seen.push(ctx.ms("2s", 0), ctx.ms(undefined, 60_000), ctx.ms("10m", 0));
+      return { status: "pass", message: "", evidence: [] };
+    };
+    await run(
+      plan([{ id: "g", title: "G", rule: "r", required: true, steps: [step("g1")] }]),
+      { expectNewId: measuring },
+      2,
+    ).done;
+    expect(seen).toEqual([4000, 120_000, 600_000]);
+  });
+
+  it("stop ends the step running as skipped, leaves the rest pending, and tells the listeners", async () => {
+    const waiting: StepRun = (ctx) => new Promise<StepVerdict>(() => void ctx.signal);
+    const p = plan([
+      { id: "h", title: "H", rule: "r", required: true, steps: [step("h1"), step("h2")] },
+      { id: "i", title: "I", rule: "r", required: true, steps: [step("i1")] },
+    ]);
+    const session = run(p, { expectNewId: waiting });
+    const updates: SessionReport[] = [];
+    session.onUpdate((r) => updates.push(r));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(session.report().tests[0]?.steps[0]?.status).toBe("running");
+    session.stop("stopped by the test");
+    const report = await session.done;
+    expect(report.state).toBe("stopped");
+    expect(report.stopReason).toBe("stopped by the test");
+    expect(statuses(report)).toEqual({ h: ["skip", "h1:skip", "h2:pending"], i: ["pending", "i1:pending"] });
+    expect(updates.at(-1)?.state).toBe("stopped");
+  });
+});
+
+describe("a sender session through the admin API, in-process", () => {
+  const allergy = () =>
+    messageBundle("add-allergy", [
+      {
+        resourceType: "AllergyIntolerance",
+        clinicalStatus: {
+          coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+        },
+        code: { text: "sesame" },
+        patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
+      } as AllergyIntolerance,
+    ]);
+
+  it("answers the declared operation's first message ok, the next one 503, and removes its rule when stopped", async () => {
+    const { app } = sandbox();
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender", operations: ["add-allergy"], timeScale: 0.5 }),
+    });
+    expect(started.status).toBe(201);
+    const report = (await started.json()) as SessionReport;
+    expect(started.headers.get("location")).toBe(`/__admin/conformance/sessions/${report.id}`);
+    expect(report.state).toBe("running");
+
+    expect((await post(app.app, allergy())).status).toBe(200);
+    // The first test passed: the second one's rule answers the next message.
+    const read = async () =>
+      (await (await app.app.request(`/__admin/conformance/sessions/${report.id}`)).json()) as SessionReport;
+    for (let i = 0; i < 100 && (await read()).tests[1]?.steps[0]?.status !== "running"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect((await read()).tests[0]?.status).toBe("pass");
+    expect((await post(app.app, allergy())).status).toBe(503);
+
+    const stopped = await app.app.request(`/__admin/conformance/sessions/${report.id}`, { method: "DELETE" });
+    expect(stopped.status).toBe(200);
+    expect(((await stopped.json()) as SessionReport).state).toBe("stopped");
+    const scenarios = (await (await app.app.request("/__admin/scenarios")).json()) as {
+      rules: Array<{ source: string }>;
+    };
+    expect(scenarios.rules.filter((r) => r.source.startsWith("runtime-"))).toEqual([]);
+  });
+});
