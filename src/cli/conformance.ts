@@ -248,7 +248,7 @@ export function summaryLines(report: SessionReport): string[] {
   const rulesTotal = rules.checked.length + rules.notChecked.length;
   return [
     `${verdict}`,
-    `Tests: ${s.tests}: ${s.passed} passed, ${s.failed} failed, ${counted(s.warnings, "warning")}, ${s.skipped} skipped`,
+    `${counted(s.tests, "test")}: ${s.passed} passed, ${s.failed} failed, ${counted(s.warnings, "warning")}, ${s.skipped} skipped`,
     `Operations exercised: ${ops.exercised.length} of ${opsTotal}${ops.exercised.length > 0 ? ` (${listed(ops.exercised)})` : ""}`,
     `Rules checked: ${rules.checked.length} of ${rulesTotal}${rules.notChecked.length > 0 ? `; not checked: ${listed(rules.notChecked)}` : ""}`,
   ];
@@ -324,9 +324,20 @@ async function startSandbox(args: RunArgs, io: ConformanceIo): Promise<Started |
     return startFailure(error, { port: config.port, host: config.host, flag: "--port" });
   }
   log.observe(sandbox.sandboxEvents, { calls: args.logLevelGiven && !config.log.quiet });
-  const sessions = (sandbox as SandboxApp & { conformance: ConformanceSessions }).conformance;
-  return { sandbox, running, sessions, flush: () => log.flush() };
+  return { sandbox, running, sessions: sandbox.conformance, flush: () => log.flush() };
 }
+
+/** The request's field a refusal names, as the option that gave it: `pharmacyUrl: …` → `--pharmacy-url: …`. */
+const FIELD_FLAGS: Record<string, string> = {
+  role: "--role",
+  plan: "--plan",
+  operations: "--operations",
+  pharmacyUrl: "--pharmacy-url",
+  pharmacyLicence: "--pharmacy-licence",
+  timeScale: "--time-scale",
+};
+export const asFlag = (message: string): string =>
+  message.replace(/^(\w+)(\[\d+\])?:/, (all, field: string) => (FIELD_FLAGS[field] ? `${FIELD_FLAGS[field]}:` : all));
 
 async function run(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<number> {
   const started = await startSandbox(args, io);
@@ -342,7 +353,7 @@ async function run(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<
   };
   const result = sessions.start(sandbox.workspace, args.request);
   if (!result.ok) {
-    io.err(`conformance run: ${result.issues.map((i) => i.diagnostics ?? i.code).join("; ")}`);
+    io.err(`conformance run: ${result.issues.map((i) => asFlag(i.diagnostics ?? i.code)).join("; ")}`);
     await stop();
     return 2;
   }
