@@ -1,6 +1,7 @@
+import { join } from "node:path";
 import type { Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Child, killStray, startCli } from "../cli/cli-process.js";
+import { type Child, http, killStray, ROOT, spawnCommand, startCli } from "../cli/cli-process.js";
 import { type Browser, launchBrowser, screenshot, seriousViolations, UI_TEST_TIMEOUT_MS } from "./browser.js";
 
 // The dashboard's conformance pages in a real browser. Every result a step can have is shown as a sign and a word
@@ -255,6 +256,58 @@ describe.sequential("conformance pages", { timeout: UI_TEST_TIMEOUT_MS }, () => 
     expect(await row.textContent()).toContain("✗ failed");
     await page.getByRole("region", { name: "Start a session" }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
+    await page.close();
+  });
+});
+
+describe.sequential("a real session", { timeout: UI_TEST_TIMEOUT_MS }, () => {
+  it("follows a session from running to its end, and links each step's evidence to its call", async () => {
+    // A sender that never retries, every wait a twentieth as long: the session fails within seconds.
+    const started = await http(`${sandbox.url}/__admin/conformance/sessions`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender", operations: ["add-allergy"], timeScale: 0.05 }),
+    });
+    expect(started.status, started.text).toBe(201);
+    const id = started.json.id as string;
+    const page = await browser.page();
+    await page.goto(`${sandbox.url}/__admin/ui/conformance/${id}`);
+    await page.getByText("State: … running").waitFor();
+    await page.evaluate(() => Object.assign(globalThis, { sameDocument: true }));
+    const sender = spawnCommand([
+      process.execPath,
+      join(ROOT, "conformance/examples/reference-sender.mjs"),
+      "--sandbox",
+      sandbox.url,
+      "--time-scale",
+      "0.05",
+      "--variant",
+      "no-retry",
+    ]);
+    try {
+      // The plan's waits at 0.05 (the longest 3 s) and the sender's pace: well within the page's wait.
+      await page.getByText("State: ✗ failed").waitFor({ timeout: 60_000 });
+    } finally {
+      sender.process.kill("SIGTERM");
+    }
+    expect(await page.evaluate(() => (globalThis as unknown as { sameDocument?: boolean }).sameDocument)).toBe(true);
+    const failed = page
+      .getByRole("region", { name: /^A transient error is retried/ })
+      .getByRole("row")
+      .filter({ hasText: "✗ fail" });
+    expect(await failed.textContent()).toContain("To fix:");
+    // The answered message is the evidence: its link opens the call's page.
+    const answered = page
+      .getByRole("region", { name: /^A transient error is retried/ })
+      .getByRole("link", { name: /^Call \d+: inbound add-allergy, 503/ })
+      .first();
+    const href = (await answered.getAttribute("href")) as string;
+    expect(href).toMatch(/^\/__admin\/ui\/calls\/\d+$/);
+    await screenshot(page, "conformance-session-live");
+    expect(await seriousViolations(page)).toEqual([]);
+    await answered.click();
+    await page.getByRole("heading", { level: 1, name: /^Call \d+$/ }).waitFor();
+    expect(page.url()).toBe(`${sandbox.url}${href}`);
     await page.close();
   });
 });
