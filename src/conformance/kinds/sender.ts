@@ -22,11 +22,11 @@ export const seconds = (ms: number): string => `${Math.round(ms / 100) / 10} s`;
 const inbound = (call: ObservedCall) => call.record.direction === "inbound";
 const endOf = (call: ObservedCall) => call.record.at.getTime() + call.record.durationMs;
 
-/** The answer a call got, in a few words: "503 transient-error", "a timeout (no answer)". */
+/** The answer a call got, in a few words: "503 transient-error", "timeout (no answer)". */
 export function answerOf(call: ObservedCall): string {
   const { record } = call;
-  if (record.fault === "timeout") return "a timeout (no answer)";
-  if (record.fault) return `a ${record.fault} fault`;
+  if (record.fault === "timeout") return "timeout (no answer)";
+  if (record.fault) return `${record.fault} (no answer)`;
   if (!record.response) return `no answer (${record.error ?? "no response"})`;
   const code = responseCode(record);
   return `${record.response.status}${code ? ` ${code}` : ""}`;
