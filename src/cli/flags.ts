@@ -254,6 +254,12 @@ export const SERVE_FLAGS: readonly Flag[] = [
     "true",
     "reload scenarios, and the clients file of --auth oauth2, when their files change (--no-watch to turn off)",
   ),
+  flag(
+    "conformance",
+    "string",
+    undefined,
+    "folder (or file) of the host's own conformance plans (YAML), besides the shipped ones; checked at start as validate --conformance checks them; a path that does not exist is an error",
+  ),
   flag("confirm-deadline", "duration", "60s", "time a pharmacy has to confirm an order: ms, or with s/m"),
   flag(
     "allocation",
@@ -601,6 +607,7 @@ export function resolveServeConfig(
       emiratesIdCheck: v["emirates-id-check"] as SandboxOptions["emiratesIdCheck"],
       scenarios: scenariosOf(values, env),
       maxScenarioFile: v["max-scenario-file"] as number,
+      conformance: conformanceOf(v.conformance as string | undefined, values),
       watch: v.watch as boolean,
       confirmDeadlineMs: v["confirm-deadline"] as number,
       allocation: v.allocation as SandboxOptions["allocation"],
@@ -708,6 +715,25 @@ function scenariosOf(values: Record<string, string | boolean | undefined>, env: 
   }
   const local = f.default as string;
   return existsSync(local) ? local : (shippedScenarios() ?? local);
+}
+
+/**
+ * The host's conformance plans (--conformance, CONFORMANCE): a given path must exist, as for --scenarios (a mistyped
+ * one would serve the shipped plans alone, in silence); empty means none.
+ */
+function conformanceOf(
+  given: string | undefined,
+  values: Record<string, string | boolean | undefined>,
+): string | undefined {
+  if (given === undefined || given === "") return undefined;
+  if (existsSync(given)) return given;
+  const from =
+    values.conformance !== undefined
+      ? `--conformance ${JSON.stringify(given)}`
+      : `CONFORMANCE ${JSON.stringify(given)} (--conformance)`;
+  throw new UsageError(
+    `${from}: no such folder or file; give a folder (or file) of conformance plan YAML files, or leave --conformance out for the shipped plans alone`,
+  );
 }
 
 /**

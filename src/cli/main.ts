@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import pino from "pino";
 import { createApp } from "../app.js";
 import { clientsJsonSchema } from "../auth/clients-file.js";
+import { planJsonSchema } from "../conformance/json-schema.js";
 import type { SandboxLogger } from "../log/logger.js";
 import { createRequestLog, type LogStreams } from "../log/request-log.js";
 import { buildCatalogue, type Catalogue, loadOperationsFile } from "../routing/catalogue.js";
@@ -25,7 +26,7 @@ import { replayCommand } from "./replay.js";
 import { takeServeBooleans } from "./serve-args.js";
 import { startFailure } from "./start-failure.js";
 import { trigger } from "./trigger.js";
-import { validate } from "./validate.js";
+import { validate, validatePlans } from "./validate.js";
 
 const USAGE = `uae-fhir-sandbox ${VERSION} — a local FHIR R4 messaging sandbox of a UAE health-information exchange
 
@@ -34,8 +35,11 @@ Usage:
   uae-fhir-sandbox validate [DIR|FILE...]   check scenario files without serving (default ./scenarios,
                                             under --max-scenario-file);
                                             exit 1 with file:line:column: message for each problem
-                                            (with an operations file: validate --operations FILE DIR)
-  uae-fhir-sandbox schema [clients]         print the JSON Schema of scenario files (or of clients files)
+                                            (with an operations file: validate --operations FILE DIR;
+                                            conformance plans: validate --conformance DIR)
+  uae-fhir-sandbox schema [clients|conformance]
+                                            print the JSON Schema of scenario files (or of clients files,
+                                            or of conformance plans)
   uae-fhir-sandbox trigger order [options]  create an order on a running sandbox (POST /__admin/orders),
                                             which pushes it to pharmacies; trigger order --help for its options
   uae-fhir-sandbox export --from calls.ndjson [--to scenarios/recorded.yaml]
@@ -69,13 +73,17 @@ Dashboard: /__admin/ui/ (in a browser; GET / links it)
 OAuth2 (--auth oauth2): POST /oauth2/token, GET /.well-known/smart-configuration, GET /oauth2/jwks (docs/auth.md)
 Docs: README.md`;
 
-const VALIDATE_USAGE = `Usage: uae-fhir-sandbox validate [DIR|FILE...] [--operations FILE] [--max-scenario-file SIZE]
+const VALIDATE_USAGE = `Usage: uae-fhir-sandbox validate [DIR|FILE...] [--conformance DIR|FILE] [--operations FILE]
+                                 [--max-scenario-file SIZE]
 
 Checks scenario files as the server loads them, without serving: every problem of every file at once (schema,
 operation ids, templates, values), each as file:line:column: message, with a suggestion where one is close.
 The files of a folder are checked together, so a name given twice across them is found.
 
   DIR|FILE...                  folders (every *.yaml / *.yml under them) or files; default ./scenarios
+                               (none when --conformance is given on the command line alone)
+  --conformance DIR|FILE       conformance plans (every *.yaml / *.yml in the folder), checked with the shipped
+                               ones: ok file: N tests, M steps, or each problem (env CONFORMANCE)
   --operations FILE            the operations file the server runs with: rules may name its codes and aliases
                                (env OPERATIONS)
   --max-scenario-file SIZE     largest file, as the server refuses it (default 16mb; env MAX_SCENARIO_FILE)
@@ -83,11 +91,12 @@ The files of a folder are checked together, so a name given twice across them is
 
 Exit 0 when every file is valid, 1 when any has a problem, 2 on a usage error.`;
 
-const SCHEMA_USAGE = `Usage: uae-fhir-sandbox schema [scenarios|clients]
+const SCHEMA_USAGE = `Usage: uae-fhir-sandbox schema [scenarios|clients|conformance]
 
 Prints a JSON Schema (draft 2020-12) on stdout, for an editor (yaml-language-server) or a CI check:
-  scenarios   scenario files (the default); the package ships it as uae-fhir-sandbox/scenario.schema.json
-  clients     the OAuth2 clients file of --auth oauth2 (--clients)
+  scenarios    scenario files (the default); the package ships it as uae-fhir-sandbox/scenario.schema.json
+  clients      the OAuth2 clients file of --auth oauth2 (--clients)
+  conformance  conformance plans (--conformance); the package ships it as conformance/conformance.schema.json
 
   -h, --help  this help`;
 
@@ -170,11 +179,13 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   if (command === "validate") {
     let maxBytes: number;
     let operationsFile: string | undefined;
+    let conformance: string | undefined;
     try {
       // Files are checked as the server would load them: under the same --max-scenario-file, and rules may name
       // the operations of the same operations file (renamed codes, aliases).
       maxBytes = resolveFlag("max-scenario-file", values, io.env) as number;
       operationsFile = (resolveFlag("operations", values, io.env) as string | undefined) || undefined;
+      conformance = (resolveFlag("conformance", values, io.env) as string | undefined) || undefined;
     } catch (error) {
       if (!(error instanceof UsageError)) throw error;
       io.err(`${error.message}\nRun uae-fhir-sandbox --help for the options.`);
@@ -187,14 +198,31 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
       io.err((error as Error).message);
       return 1;
     }
-    return validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
+    // --conformance alone on the command line checks the plans alone; with paths (or CONFORMANCE set), both.
+    const plansOnly = values.conformance !== undefined && rest.length === 0;
+    const scenarios = plansOnly
+      ? 0
+      : validate(rest.length > 0 ? rest : ["./scenarios"], io, { names: operationNames(catalogue), maxBytes });
+    const plans = conformance !== undefined ? validatePlans(conformance, io, catalogue) : 0;
+    return Math.max(scenarios, plans);
   }
-  if (command === "schema" && rest.length <= 1 && ["scenarios", "clients", undefined].includes(rest[0])) {
-    io.out(JSON.stringify(rest[0] === "clients" ? clientsJsonSchema() : scenarioJsonSchema(), null, 2));
-    return 0;
+  const schemas: Record<string, () => Record<string, unknown>> = {
+    scenarios: scenarioJsonSchema,
+    clients: clientsJsonSchema,
+    conformance: planJsonSchema,
+  };
+  if (command === "schema" && rest.length <= 1) {
+    const name = rest[0] ?? "scenarios";
+    const schema = Object.hasOwn(schemas, name) ? schemas[name] : undefined;
+    if (schema) {
+      io.out(JSON.stringify(schema(), null, 2));
+      return 0;
+    }
   }
   if (command === "schema") {
-    io.err(`schema takes one of scenarios, clients; not ${rest.join(" ")}\nRun uae-fhir-sandbox schema --help.`);
+    io.err(
+      `schema takes one of scenarios, clients, conformance; not ${rest.join(" ")}\nRun uae-fhir-sandbox schema --help.`,
+    );
     return 2;
   }
   if (command !== "serve") {

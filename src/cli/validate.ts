@@ -1,6 +1,8 @@
-import { existsSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
 import { relative } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
+import { loadPlans, planCounts, planFiles } from "../conformance/load-plans.js";
+import type { Catalogue } from "../routing/catalogue.js";
 import { type LoadOptions, loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
 import { counted } from "../text/plural.js";
 
@@ -53,6 +55,50 @@ export function validate(
   }
   io.out(
     failed ? `validation failed (${counted(checked, "file")} checked)` : `${counted(checked, "scenario file")} valid`,
+  );
+  return failed ? 1 : 0;
+}
+
+/**
+ * `uae-fhir-sandbox validate --conformance DIR|FILE`: checks a host's conformance plans as the server loads them,
+ * with the shipped plans (a plan id may not be given twice across them). Exit 0 when all are valid, 1 with every
+ * problem as file:line:column: message otherwise.
+ */
+export function validatePlans(
+  path: string,
+  io: { out(line: string): void; err(line: string): void },
+  catalogue: Catalogue,
+): number {
+  if (!existsSync(path)) {
+    io.err(`${path}: no such file or folder`);
+    io.out("validation failed (0 plan files checked)");
+    return 1;
+  }
+  const load = loadPlans({ folder: path, catalogue });
+  const problems = load.ok ? [] : load.problems;
+  const sourceOf = new Map(load.files.map((f) => [realpathSync(f.file), f.source]));
+  const files = planFiles(path);
+  // Problems of the path itself, or of a shipped plan (never in a release; in a clone being edited, perhaps).
+  const hostSources = new Set(files.map((file) => sourceOf.get(realpathSync(file))));
+  const others = problems.filter((p) => !hostSources.has(p.file));
+  for (const problem of others) io.err(formatProblem(problem));
+  let failed = others.length > 0;
+  for (const file of files) {
+    const source = sourceOf.get(realpathSync(file));
+    const own = problems.filter((p) => p.file === source);
+    if (own.length > 0) {
+      failed = true;
+      // Named by the path as given, where the loader names a shipped plan conformance/NAME.yaml.
+      for (const problem of own) io.err(formatProblem({ ...problem, file }));
+      continue;
+    }
+    const loaded = load.plans.find((p) => p.source === source);
+    if (loaded) io.out(`ok ${file}: ${planCounts(loaded.plan)}`);
+  }
+  io.out(
+    failed
+      ? `validation failed (${counted(files.length, "plan file")} checked)`
+      : `${counted(files.length, "plan file")} valid`,
   );
   return failed ? 1 : 0;
 }

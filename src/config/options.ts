@@ -62,6 +62,8 @@ export interface SandboxOptions {
   maxScenarioFile: number;
   /** Reload scenarios when their files change. */
   watch: boolean;
+  /** Folder (or file) of a host's own conformance plans, besides the shipped ones; undefined: the shipped ones alone. */
+  conformance: string | undefined;
   /** Time a pharmacy has to confirm an order. */
   confirmDeadlineMs: number;
   /** Which confirming pharmacy gets the order. */
@@ -167,6 +169,7 @@ export const DEFAULT_OPTIONS: SandboxOptions = {
   // Room for a 10,000-rule file (2.6 MB) or a large recorded export.
   maxScenarioFile: 16 * 1024 * 1024,
   watch: false,
+  conformance: undefined,
   confirmDeadlineMs: 60_000,
   allocation: "first-confirmed",
   pushTimeoutMs: 5_000,

@@ -1,3 +1,5 @@
+import { junitSeconds as seconds, xmlText } from "../text/xml.js";
+
 /** One test case of a JUnit report: a replayed call. */
 export interface JunitCase {
   name: string;
@@ -13,28 +15,6 @@ export interface JunitSuite {
   timeSeconds: number;
   cases: readonly JunitCase[];
 }
-
-/** A character XML 1.0 allows (even escaped ones must be among these). */
-function xmlChar(ch: string): string {
-  const c = ch.codePointAt(0) as number;
-  const allowed =
-    c === 0x9 || c === 0xa || c === 0xd || (c >= 0x20 && c <= 0xd7ff) || (c >= 0xe000 && c <= 0xfffd) || c >= 0x10000;
-  return allowed ? ch : "\uFFFD";
-}
-
-/** Text safe in an XML attribute or element. */
-export function xmlText(text: string): string {
-  // for…of walks code points: a pair is one character, a lone surrogate is replaced.
-  return Array.from(text, xmlChar)
-    .join("")
-    .replaceAll("&", "&amp;")
-    .replaceAll("<", "&lt;")
-    .replaceAll(">", "&gt;")
-    .replaceAll('"', "&quot;")
-    .replaceAll("'", "&apos;");
-}
-
-const seconds = (s: number) => (Math.round(s * 1000) / 1000).toFixed(3);
 
 /**
  * A JUnit XML report (the Ant/Surefire format CI systems read): one
