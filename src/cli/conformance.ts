@@ -14,6 +14,7 @@ import { startFailure } from "./start-failure.js";
 export const CONFORMANCE_USAGE = `Usage: uae-fhir-sandbox conformance run --role sender|receiver [options] [serve options]
        uae-fhir-sandbox conformance plans [--conformance DIR]
        uae-fhir-sandbox conformance testscript [--plan ID] [--conformance DIR]
+       uae-fhir-sandbox conformance examples [--out DIR]
 
 run: starts a sandbox (as serve does, with the serve options given), starts a conformance session in its default
 workspace, and tests the system under test against a plan: a sender (clinic, health program) sends its normal
@@ -32,7 +33,9 @@ the session covered. Ctrl-C (SIGINT) or SIGTERM stops the session early: the fil
   --out DIR                 write testreport.json (an R4 TestReport), junit.xml and report.json there
   -h, --help                this help
 
-plans: lists the plans (shipped, and a --conformance folder's). testscript: prints a plan as an R4 TestScript.
+plans: lists the plans (shipped, and a --conformance folder's). testscript: prints a plan (default sender) as an
+R4 TestScript. examples: copies the reference systems (a sender, a pharmacy: small Node programs that pass the
+shipped plans) into --out (default ./conformance-examples), to run against a session or to start from.
 
 Exit codes: 0 every required step passed; 1 a required step failed, or the session was stopped; 2 a usage error,
 or the sandbox could not start.
@@ -52,7 +55,7 @@ const RUN_OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-const SUBCOMMANDS = ["run", "plans", "testscript"];
+const SUBCOMMANDS = ["run", "plans", "testscript", "examples"];
 
 export interface ConformanceIo {
   out(line: string): void;
@@ -122,8 +125,10 @@ export function parseConformanceArgs(
     if (role === "receiver" && values.operations !== undefined)
       throw new Usage("--operations is for --role sender: a pharmacy's operations are the plan's");
   } else {
-    for (const name of ["role", "operations", "pharmacy-url", "pharmacy-licence", "time-scale", "out"] as const)
-      if (values[name] !== undefined) throw new Usage(`--${name} is an option of conformance run, not of ${sub}`);
+    const theirs = sub === "examples" ? ["out"] : sub === "testscript" ? ["plan"] : [];
+    for (const name of ["role", "operations", "pharmacy-url", "pharmacy-licence", "plan", "time-scale", "out"] as const)
+      if (values[name] !== undefined && !theirs.includes(name))
+        throw new Usage(`--${name} is an option of conformance run, not of ${sub}`);
   }
   const request: SessionRequest = { role: (role ?? "sender") as "sender" | "receiver" };
   const plan = text("plan");
@@ -271,7 +276,82 @@ export async function conformanceCommand(argv: readonly string[], io: Conformanc
     io.out(CONFORMANCE_USAGE);
     return 0;
   }
-  return run(parsed, io);
+  if (parsed.sub === "run") return run(parsed, io);
+  if (parsed.sub === "examples") return examples(parsed.out ?? EXAMPLES_DIR, io);
+  return planCommand(parsed, io);
+}
+
+/** Where `conformance examples` copies the reference systems by default. */
+const EXAMPLES_DIR = "conformance-examples";
+
+/** Copies the shipped reference systems into `dir`, to run or to start from; never over a file that is there. */
+async function examples(dir: string, io: ConformanceIo): Promise<number> {
+  const { copyFileSync, existsSync, mkdirSync, readdirSync } = await import("node:fs");
+  const { join } = await import("node:path");
+  const { fileURLToPath } = await import("node:url");
+  // Beside the code that runs, as the shipped plans are: ../../conformance from dist/cli/ (a clone, the package under
+  // node_modules), ../conformance from the bundle (the container image copies conformance/ to /app).
+  const found = ["../../conformance/examples/", "../conformance/examples/"]
+    .map((relative) => new URL(relative, import.meta.url))
+    .find((folder) => existsSync(new URL("reference-sender.mjs", folder)));
+  if (found === undefined) {
+    io.err("conformance examples: the package's conformance/examples folder is missing (a broken install?)");
+    return 1;
+  }
+  const from = fileURLToPath(found);
+  const names = readdirSync(from)
+    .filter((name) => name.endsWith(".mjs"))
+    .sort();
+  const there = names.filter((name) => existsSync(join(dir, name)));
+  if (there.length > 0) {
+    io.err(`conformance examples: ${there.map((name) => join(dir, name)).join(", ")} exists already: nothing copied`);
+    return 1;
+  }
+  mkdirSync(dir, { recursive: true });
+  for (const name of names) copyFileSync(join(from, name), join(dir, name));
+  io.out(`Wrote ${names.map((name) => join(dir, name)).join(", ")}`);
+  return 0;
+}
+
+/** `conformance plans` and `conformance testscript`: the plans as a sandbox with these options loads them. */
+async function planCommand(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<number> {
+  const { createApp } = await import("../app.js");
+  let sandbox: SandboxApp;
+  try {
+    sandbox = createApp(
+      { ...args.config.sandbox, watch: false },
+      {
+        logger: { info: () => undefined, warn: (m) => io.err(m), error: (m) => io.err(m) },
+      },
+    );
+  } catch (error) {
+    io.err(`conformance ${args.sub}: ${(error as Error).message}`);
+    return 2;
+  }
+  try {
+    const plans = sandbox.conformance.plans();
+    if (args.sub === "plans") {
+      for (const { plan, source } of plans)
+        io.out(
+          `${plan.id}  ${plan.role.padEnd(8)}  ${plan.version}  ${plan.title} (${counted(plan.tests.length, "test")}; ${source})`,
+        );
+      return 0;
+    }
+    const id = args.request.plan;
+    const chosen =
+      id === undefined ? (plans.find((p) => p.plan.id === "sender") ?? plans[0]) : plans.find((p) => p.plan.id === id);
+    if (!chosen) {
+      io.err(
+        `--plan: no plan ${JSON.stringify(id)}; the plans are ${plans.map((p) => p.plan.id).join(", ") || "none"}\nRun uae-fhir-sandbox conformance plans.`,
+      );
+      return 2;
+    }
+    const { testScript } = await import("../conformance/report/testscript.js");
+    io.out(JSON.stringify(testScript(chosen.plan), null, 2));
+    return 0;
+  } finally {
+    sandbox.close();
+  }
 }
 
 interface Started {
@@ -358,13 +438,14 @@ async function run(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<
     return 2;
   }
   const session: ConformanceSession = result.session;
-  for (const line of startLines(session.report())) io.out(line);
-  const progress = progressPrinter(io.out);
-  const unsubscribe = session.onUpdate(progress);
-  // A signal stops the session, which then ends as stopped: the files are still written and the exit is 1.
+  // A signal stops the session, which then ends as stopped: the files are still written and the exit is 1. Caught
+  // before the first line is printed: whoever reads it may send one at once.
   const onSignal = (signal: NodeJS.Signals) => session.stop(`interrupted (${signal})`);
   process.once("SIGINT", onSignal);
   process.once("SIGTERM", onSignal);
+  for (const line of startLines(session.report())) io.out(line);
+  const progress = progressPrinter(io.out);
+  const unsubscribe = session.onUpdate(progress);
   let report: SessionReport;
   try {
     report = await session.done;
@@ -378,7 +459,7 @@ async function run(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<
   let code = exitCodeOf(report);
   if (args.out !== undefined) {
     try {
-      const written = await writeFiles(args.out, report, sandbox);
+      const written = await writeFiles(args.out, report);
       io.out(`Wrote ${written.join(", ")}`);
     } catch (error) {
       io.err(`conformance run: could not write the reports into ${args.out}: ${(error as Error).message}`);
@@ -390,11 +471,8 @@ async function run(args: RunArgs & { sub: string }, io: ConformanceIo): Promise<
 }
 
 /** testreport.json, junit.xml and report.json into `dir` (made if missing): the paths written. */
-async function writeFiles(dir: string, report: SessionReport, _sandbox: SandboxApp): Promise<string[]> {
-  const { mkdirSync, writeFileSync } = await import("node:fs");
-  const { join } = await import("node:path");
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, "report.json");
-  writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-  return [file];
+async function writeFiles(dir: string, report: SessionReport): Promise<string[]> {
+  const { writeReportFiles } = await import("../conformance/report/report-files.js");
+  const paths = await writeReportFiles(dir, report);
+  return [paths.testreport, paths.junit, paths.report];
 }

@@ -59,8 +59,9 @@ Usage:
                                             test a sender's or a pharmacy's behaviour against a plan: exit 0
                                             only when every required step passed; writes a FHIR TestReport,
                                             JUnit XML and JSON into --out; conformance --help
-  uae-fhir-sandbox conformance plans | testscript [--plan ID]
-                                            list the conformance plans; print one as a FHIR TestScript
+  uae-fhir-sandbox conformance plans | testscript [--plan ID] | examples
+                                            list the conformance plans; print one as a FHIR TestScript;
+                                            copy the reference sender and pharmacy
   uae-fhir-sandbox -h, --help               this help
   uae-fhir-sandbox -v, --version            the version
 

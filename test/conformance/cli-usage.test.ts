@@ -6,7 +6,7 @@ import { runToExit } from "../cli/cli-process.js";
 
 /** Each usage error and what its message must name (the design of `conformance run`: exit 2 naming the flag). */
 const USAGE_ERRORS: Array<[string, string[], RegExp]> = [
-  ["no subcommand", [], /conformance needs a command: run, plans, testscript/],
+  ["no subcommand", [], /conformance needs a command: run, plans, testscript, examples/],
   ["an unknown subcommand", ["rnu"], /unknown conformance command rnu; did you mean run\?/],
   ["no role", ["run"], /--role is required: --role sender or --role receiver/],
   ["an unknown role", ["run", "--role", "pharmacy"], /--role "pharmacy": expected sender or receiver/],
