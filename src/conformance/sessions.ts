@@ -59,24 +59,6 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
     if (request.role !== "sender" && request.role !== "receiver") {
       return bad("role", `${JSON.stringify(request.role ?? null)} is not a role: give "sender" or "receiver"`);
     }
-    const plans = deps.plans();
-    let plan: LoadedPlan | undefined;
-    if (request.plan !== undefined) {
-      plan = plans.find((p) => p.plan.id === request.plan);
-      if (!plan) {
-        return bad(
-          "plan",
-          `no plan ${JSON.stringify(request.plan)}; the plans are ${plans.map((p) => p.plan.id).join(", ") || "none"}`,
-        );
-      }
-      if (plan.plan.role !== request.role) {
-        return bad("plan", `plan ${plan.plan.id} is a ${plan.plan.role} plan, not one for the ${request.role} role`);
-      }
-    } else {
-      const ofRole = plans.filter((p) => p.plan.role === request.role);
-      plan = ofRole.find((p) => p.plan.id === request.role) ?? ofRole[0];
-      if (!plan) return bad("plan", `no plan for the ${request.role} role is loaded`);
-    }
     if (request.timeScale !== undefined) {
       const scale = request.timeScale;
       if (typeof scale !== "number" || !Number.isFinite(scale) || scale < TIME_SCALE.min || scale > TIME_SCALE.max) {
@@ -113,6 +95,24 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
       (typeof request.pharmacyLicence !== "string" || request.pharmacyLicence.trim() === "")
     ) {
       return bad("pharmacyLicence", "give the pharmacy's licence, a non-empty string");
+    }
+    const plans = deps.plans();
+    let plan: LoadedPlan | undefined;
+    if (request.plan !== undefined) {
+      plan = plans.find((p) => p.plan.id === request.plan);
+      if (!plan) {
+        return bad(
+          "plan",
+          `no plan ${JSON.stringify(request.plan)}; the plans are ${plans.map((p) => p.plan.id).join(", ") || "none"}`,
+        );
+      }
+      if (plan.plan.role !== request.role) {
+        return bad("plan", `plan ${plan.plan.id} is a ${plan.plan.role} plan, not one for the ${request.role} role`);
+      }
+    } else {
+      const ofRole = plans.filter((p) => p.plan.role === request.role);
+      plan = ofRole.find((p) => p.plan.id === request.role) ?? ofRole[0];
+      if (!plan) return bad("plan", `no plan for the ${request.role} role is loaded`);
     }
     return { issues: [], plan };
   };
