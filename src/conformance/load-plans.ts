@@ -47,7 +47,7 @@ const PLAN_FILE = /\.ya?ml$/i;
 const KIND_NAMES = Object.keys(STEP_KINDS) as StepKindName[];
 
 /**
- * The plan schema as the loader reads it: a step is one object whose kind keys are all optional, exactly one given,
+ * The plan schema as the loader reads it: a step is one object whose kind keys are all optional (exactly one given),
  * instead of planSchema's union of one object per kind. The same format; but a union that fails says only "Invalid
  * input" (every option failed), where this says which key is unknown (and the nearest kind or key) or which value is
  * wrong. What it accepts is parsed again by planSchema itself.
@@ -56,22 +56,13 @@ const loaderStepSchema = (() => {
   const first = (stepSchema as unknown as { options: z.ZodObject[] }).options[0] as z.ZodObject;
   const common = Object.fromEntries(Object.entries(first.shape).filter(([key]) => !(key in STEP_KINDS)));
   const kinds = Object.fromEntries(KIND_NAMES.map((name) => [name, (STEP_KINDS[name] as z.ZodType).optional()]));
-  return z
-    .object({ ...common, ...kinds })
-    .strict()
-    .superRefine((step, ctx) => {
-      const given = KIND_NAMES.filter((name) => (step as Record<string, unknown>)[name] !== undefined);
-      if (given.length !== 1) {
-        ctx.addIssue({
-          code: "custom",
-          message:
-            given.length === 0
-              ? `a step needs one kind: one of ${KIND_NAMES.join(", ")}`
-              : `a step is one kind; found ${given.join(" and ")} (make them two steps)`,
-        });
-      }
-    });
+  // That a step has exactly one kind is checked with the other checks beyond the schema (checkPlan), on what was
+  // written: a misspelt kind is then said once, as an unknown key with the nearest kind.
+  return z.object({ ...common, ...kinds }).strict();
 })();
+/** Every key a step may have: its common keys and the kinds. */
+const STEP_KEYS = new Set(Object.keys(loaderStepSchema.shape));
+
 const loaderPlanSchema = planSchema.extend({
   tests: z.array(testSchema.extend({ steps: z.array(loaderStepSchema).min(1) })).min(1),
 });
@@ -167,6 +158,13 @@ function checkPlan(value: unknown, locate: Locate, names: OperationNames): { pro
       if (!isRecord(step)) return;
       const stepAt = [...at, "steps", s];
       unique(stepIds, step.id, [...stepAt, "id"], "step id");
+      const given = KIND_NAMES.filter((name) => step[name] !== undefined);
+      const unknown = Object.keys(step).some((key) => !STEP_KEYS.has(key));
+      if (given.length > 1) {
+        problems.push(locate(stepAt, `a step is one kind; found ${given.join(" and ")} (make them two steps)`));
+      } else if (given.length === 0 && !unknown) {
+        problems.push(locate(stepAt, `a step needs one kind: one of ${KIND_NAMES.join(", ")}`));
+      }
       for (const [key, spec] of Object.entries(step)) {
         const kind = key as StepKindName;
         if (!isRecord(spec)) continue;

@@ -134,6 +134,48 @@ describe("loadPlans", () => {
     ]);
   });
 
+  it.each([
+    [
+      "a key unknown deep in a step",
+      ["diagnostics: try again", "text: try again"],
+      "text: try again",
+      [
+        /^tests\.1\.steps\.0\.answerNext\.respond\.outcome: unknown key "text"/,
+        /^tests\.1\.steps\.0\.answerNext\.respond\.outcome\.diagnostics: Invalid input: expected string/,
+      ],
+    ],
+    [
+      "a misspelt kind",
+      ["expectRetry: { within: 30s }", "expectRetri: { within: 30s }"],
+      "expectRetri:",
+      [/^tests\.1\.steps\.1: unknown key "expectRetri"; did you mean "expectRetry"\?$/],
+    ],
+    [
+      "two kinds in one step",
+      ["expectNewId: {}", "expectNewId: {}\n        expectNoRetry: { for: 1s }"],
+      "id: new-id",
+      [/^tests\.2\.steps\.2: a step is one kind; found expectNoRetry and expectNewId \(make them two steps\)/],
+    ],
+  ])("%s: said precisely, where it is written (not a failed union's 'Invalid input')", (_, [from, to], at, says) => {
+    const dir = mkdtempSync(join(tmpdir(), "plans-"));
+    dirs.push(dir);
+    const text = readFileSync(`${PLANS}/sender-mini.yaml`, "utf8").replace(from as string, to as string);
+    writeFileSync(join(dir, "step.yaml"), text);
+
+    const load = loadPlans({ catalogue, shipped: null, folder: dir });
+
+    const problems = load.ok ? [] : load.problems;
+    expect(problems).toHaveLength(says.length);
+    const [first, ...others] = says;
+    const problem = problems.find((p) => first?.test(p.message));
+    expect(problem, JSON.stringify(problems)).toBeDefined();
+    for (const more of others) expect(problems.map((p) => p.message)).toContainEqual(expect.stringMatching(more));
+    const line = text.split("\n")[(problem?.line ?? 0) - 1] ?? "";
+    expect(line.slice((problem?.column ?? 0) - 1)).toMatch(new RegExp(`^${at.replace(/[{}]/g, "\\$&")}`));
+    // Never a failed union's message.
+    expect(problems.map((p) => p.message).join("\n")).not.toMatch(/Invalid input$/m);
+  });
+
   it("an answer's respond is checked as a scenario rule's: a template typo, where it is written", () => {
     const dir = mkdtempSync(join(tmpdir(), "plans-"));
     dirs.push(dir);
