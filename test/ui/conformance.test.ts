@@ -310,4 +310,22 @@ describe.sequential("a real session", { timeout: UI_TEST_TIMEOUT_MS }, () => {
     expect(page.url()).toBe(`${sandbox.url}${href}`);
     await page.close();
   });
+
+  it("starts a session from the form, and stops it from its page", async () => {
+    const page = await browser.page();
+    await page.goto(`${sandbox.url}/__admin/ui/conformance`);
+    const form = page.getByRole("region", { name: "Start a session" });
+    await form.getByRole("radio", { name: /^Sender/ }).check();
+    await form.getByLabel("Operations the system sends (comma-separated)").fill("add-allergy");
+    // Every wait ten times as long: it runs until stopped.
+    await form.getByLabel(/^Time scale/).fill("10");
+    await form.getByRole("button", { name: "Start session" }).click();
+    await page.getByText("State: … running").waitFor();
+    expect(await page.getByRole("heading", { level: 1 }).textContent()).toMatch(/^Conformance session [0-9a-f-]{36}$/);
+    await page.getByRole("button", { name: "Stop the session" }).click();
+    await page.getByText(/^State: ■ stopped — /).waitFor();
+    // Its steps that never ran stay pending; the one that was waiting ended as skipped.
+    expect(await page.getByText("– skip").count()).toBeGreaterThan(0);
+    await page.close();
+  });
 });
