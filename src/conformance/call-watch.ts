@@ -8,6 +8,9 @@ import type { CallWatch, ObservedCall } from "./step-context.js";
 /** What a call's draft shows that its journal record may not (redaction hides the Authorization header). */
 type DraftFacts = Omit<ObservedCall, "record">;
 
+/** Most calls a session keeps: a busy system's traffic over a long session must not pin the heap. */
+export const MAX_WATCHED_CALLS = 10_000;
+
 interface Waiter {
   test(call: ObservedCall): boolean;
   resolve(call: ObservedCall | undefined): void;
@@ -20,13 +23,18 @@ interface Waiter {
  */
 export class SessionCallWatch implements CallWatch {
   readonly #calls: ObservedCall[] = [];
+  /** Calls forgotten to keep within `max` (the oldest): positions stay those of every call seen. */
+  #forgotten = 0;
   readonly #waiters = new Set<Waiter>();
   /** The facts of the draft being recorded: the journal records it within the same `call:completed`. */
   #pending: { id: string | undefined; facts: DraftFacts } | undefined;
   readonly #unsubscribe: () => void;
   #closed = false;
 
-  constructor(workspace: Workspace) {
+  constructor(
+    workspace: Workspace,
+    private readonly max = MAX_WATCHED_CALLS,
+  ) {
     const { events } = workspace;
     const completed = (draft: CallDraft) => {
       this.#pending = { id: draft.id, facts: draftFacts(draft) };
@@ -51,6 +59,11 @@ export class SessionCallWatch implements CallWatch {
 
   #add(call: ObservedCall): void {
     this.#calls.push(call);
+    if (this.#calls.length > this.max) {
+      const drop = this.#calls.length - this.max;
+      this.#calls.splice(0, drop);
+      this.#forgotten += drop;
+    }
     for (const waiter of [...this.#waiters]) {
       if (waiter.test(call)) {
         this.#waiters.delete(waiter);
@@ -59,20 +72,21 @@ export class SessionCallWatch implements CallWatch {
     }
   }
 
+  /** The calls kept, oldest first: every call since the session started, up to the last `max`. */
   all(): readonly ObservedCall[] {
     return this.#calls;
   }
 
   get position(): number {
-    return this.#calls.length;
+    return this.#forgotten + this.#calls.length;
   }
 
   next(
     test: (call: ObservedCall) => boolean,
     timeoutMs: number,
-    from = this.#calls.length,
+    from = this.position,
   ): Promise<ObservedCall | undefined> {
-    for (let i = Math.max(0, from); i < this.#calls.length; i++) {
+    for (let i = Math.max(0, from - this.#forgotten); i < this.#calls.length; i++) {
       const call = this.#calls[i] as ObservedCall;
       if (test(call)) return Promise.resolve(call);
     }

@@ -152,7 +152,15 @@ export class Scenarios {
    * changes when it is refused. The size is checked before the document is read, the rest before its rules are
    * compiled.
    */
-  add(text: string, admit?: (scenario: ScenarioFile) => LimitRefusal | undefined): AddResult {
+  add(
+    text: string,
+    admit?: (scenario: ScenarioFile) => LimitRefusal | undefined,
+    /**
+     * A conformance session's: before the other runtime documents (its answer comes first), and never written to
+     * the state file (it lives as long as the session, which a restart ends).
+     */
+    forSession = false,
+  ): AddResult {
     const held = this.#runtimeCost;
     const bytes = Buffer.byteLength(text);
     if (held.bytes + bytes > this.limits.runtimeScenarioBytes) {
@@ -178,12 +186,13 @@ export class Scenarios {
     if (!load.ok) return { ok: false, problems: load.problems };
     const [scenario] = load.scenarios as [LoadedScenario];
     this.#runtimeCount++;
-    this.#runtime.push(scenario);
+    if (forSession) this.#runtime.unshift(scenario);
+    else this.#runtime.push(scenario);
     this.#runtimeParts.set(scenario.source, { number: this.#runtimeCount, cost });
     this.#runtimeCost = addCosts(held, cost);
     this.#builtFor = -1;
     // Kept only for a state file: in memory alone, the compiled rules are all a document leaves.
-    if (this.sink.active) {
+    if (this.sink.active && !forSession) {
       this.#runtimeTexts.set(this.#runtimeCount, text);
       this.#saveDocument(this.#runtimeCount, text);
     }
@@ -215,11 +224,16 @@ export class Scenarios {
     const part = this.#runtimeParts.get(source);
     if (!part) return 0;
     this.#runtimeParts.delete(source);
-    this.#runtime = this.#runtime.filter((s) => s.source !== source);
+    const removed = this.#runtime.find((s) => s.source === source);
+    this.#runtime = this.#runtime.filter((s) => s !== removed);
     this.#runtimeTexts.delete(part.number);
     this.#runtimeCost = addCosts(this.#runtimeCost, part.cost, -1);
     this.#builtFor = -1;
-    if (this.sink.active) this.sink.remove("scenario", String(part.number).padStart(6, "0"));
+    if (this.sink.active) {
+      this.sink.remove("scenario", String(part.number).padStart(6, "0"));
+      // Its hit counts too: a later document may get its number, and its rules' ids, after a restart.
+      for (const rule of removed?.rules ?? []) this.sink.remove("hits", rule.id);
+    }
     return part.cost.rules;
   }
 

@@ -147,7 +147,7 @@ export interface Workspace {
    * Adds a scenario document at run time (POST /__admin/scenarios) and applies its fixtures, unless it is not
    * valid or would take the workspace past a limit (its rules, bytes, FHIRPath, its fixtures' pharmacies).
    */
-  addScenario(text: string): AddResult;
+  addScenario(text: string, options?: { forSession?: boolean }): AddResult;
   /** Removes one document added at run time (its source, runtime-N), leaving the others; returns its rule count. */
   removeScenario(source: string): number;
   /** The shared scenario files were loaded again (or refused): the patients their rules name stay pinned; its observers hear of it. */
@@ -450,11 +450,13 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
       return error;
     },
     applyFixtures: fixtures,
-    addScenario(text) {
+    addScenario(text, options) {
       const added = written(() => {
         // Its fixtures' pharmacies count against --max-pharmacies; the files' own fixtures never do.
-        const added = scenarios.add(text, (scenario) =>
-          pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
+        const added = scenarios.add(
+          text,
+          (scenario) => pharmacies.noRoomFor((scenario.fixtures?.pharmacies ?? []).map((p) => p.licence)),
+          options?.forSession,
         );
         if (added.ok) fixtures([added.scenario]);
         return added;

@@ -116,6 +116,14 @@ describe("POST /__admin/conformance/sessions refuses a bad body with a 400 namin
 
 describe("sessions in workspaces", () => {
   it("runs one session per workspace (409 for a second), answers only its own workspace's messages, and its rules go when it is stopped", async () => {
+    // A rule of the team's own, added before the session: the session's answer comes before it, and it stays.
+    const own = { rules: [{ name: "team rule", when: { operation: "add-allergy" }, respond: { builtIn: true } }] };
+    const added = await http(`${url}/w/team-a/__admin/scenarios`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(own),
+    });
+    expect(added.status).toBe(201);
     const first = await start("team-a", { role: "sender" });
     expect(first.status).toBe(201);
     const a = first.json as SessionReport;
@@ -130,7 +138,10 @@ describe("sessions in workspaces", () => {
     // The first test passes on any valid message; the second one's rule then answers team-a's next message 503.
     expect((await send("team-a")).status).toBe(200);
     await readUntil("team-a", a.id, (r) => r.tests[1]?.steps[0]?.status === "running");
-    expect((await runtimeRules("team-a")).map((r) => r.name)).toEqual([expect.stringMatching(/^conformance /)]);
+    expect((await runtimeRules("team-a")).map((r) => r.name)).toEqual([
+      expect.stringMatching(/^conformance /),
+      "team rule",
+    ]);
     expect(await runtimeRules("team-b")).toEqual([]);
     // team-b's message is answered by the sandbox as always, never by team-a's session.
     const b = await send("team-b");
@@ -147,7 +158,7 @@ describe("sessions in workspaces", () => {
     expect(stopped.status).toBe(200);
     expect(stopped.json.state).toBe("stopped");
     expect(stopped.json.stopReason).toBe("stopped through the admin API");
-    expect(await runtimeRules("team-a")).toEqual([]);
+    expect((await runtimeRules("team-a")).map((r) => r.name)).toEqual(["team rule"]);
     // The workspace is free again.
     const again = await start("team-a", { role: "sender" });
     expect(again.status).toBe(201);
@@ -168,6 +179,17 @@ describe("sessions in workspaces", () => {
     expect(report.tests[1]?.steps[0]?.status).toBe("skip");
     expect(report.tests[2]?.status).toBe("pending");
     expect(await runtimeRules("team-c")).toEqual([]);
+  });
+
+  it("deleting the workspace stops its session, and forgets it", async () => {
+    const started = await start("team-e", { role: "sender" });
+    const id = (started.json as SessionReport).id;
+    const ended = http(`${sessionsOf("team-e")}/${id}?wait=10s`);
+    expect((await http(`${url}/__admin/workspaces/team-e`, { method: "DELETE" })).status).toBe(200);
+    const report = (await ended).json as SessionReport;
+    expect(report.state).toBe("stopped");
+    expect(report.stopReason).toBe("the workspace was deleted");
+    expect((await http(`${sessionsOf("team-e")}/${id}`)).status).toBe(404);
   });
 
   it("GET …?wait= holds the answer until the session ends", async () => {

@@ -1,6 +1,12 @@
 import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
+import {
+  authFingerprint,
+  contentFingerprint,
+  retryAfterMs,
+  SessionCallWatch,
+} from "../../src/conformance/call-watch.js";
 import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
@@ -148,19 +154,19 @@ describe("the session runner", () => {
   });
 });
 
-describe("a sender session through the admin API, in-process", () => {
-  const allergy = () =>
-    messageBundle("add-allergy", [
-      {
-        resourceType: "AllergyIntolerance",
-        clinicalStatus: {
-          coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
-        },
-        code: { text: "sesame" },
-        patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
-      } as AllergyIntolerance,
-    ]);
+const allergy = () =>
+  messageBundle("add-allergy", [
+    {
+      resourceType: "AllergyIntolerance",
+      clinicalStatus: {
+        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+      },
+      code: { text: "sesame" },
+      patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
+    } as AllergyIntolerance,
+  ]);
 
+describe("a sender session through the admin API, in-process", () => {
   it("answers the declared operation's first message ok, the next one 503, and removes its rule when stopped", async () => {
     const { app } = sandbox();
     const started = await app.app.request("/__admin/conformance/sessions", {
@@ -190,5 +196,81 @@ describe("a sender session through the admin API, in-process", () => {
       rules: Array<{ source: string }>;
     };
     expect(scenarios.rules.filter((r) => r.source.startsWith("runtime-"))).toEqual([]);
+  });
+});
+
+describe("what the call watch takes from a call before the journal redacts it", () => {
+  const bundle = (headerId: string, text: string, bundleId = crypto.randomUUID()) =>
+    JSON.stringify({
+      resourceType: "Bundle",
+      id: bundleId,
+      type: "message",
+      timestamp: new Date().toISOString(),
+      entry: [
+        {
+          fullUrl: `urn:uuid:${headerId}`,
+          resource: { resourceType: "MessageHeader", id: headerId, eventCoding: { code: "add-allergy" } },
+        },
+        { fullUrl: "urn:uuid:1", resource: { resourceType: "AllergyIntolerance", code: { text } } },
+      ],
+    });
+
+  it("a content fingerprint that leaves out the ids and timestamp a resend or a new id changes, and nothing else", () => {
+    const a = contentFingerprint(bundle("id-1", "sesame"));
+    expect(a).not.toBeNull();
+    expect(contentFingerprint(bundle("id-2", "sesame"))).toBe(a);
+    expect(contentFingerprint(JSON.stringify({ content: bundle("id-3", "sesame") }))).toBe(a);
+    expect(contentFingerprint(bundle("id-1", "peanut"))).not.toBe(a);
+    expect(contentFingerprint("not json")).toBeNull();
+    expect(contentFingerprint("")).toBeNull();
+  });
+
+  it("Retry-After as seconds or an HTTP date, and an Authorization fingerprint", () => {
+    const end = Date.parse("2026-01-01T00:00:00Z");
+    expect(retryAfterMs("2", end)).toBe(2000);
+    expect(retryAfterMs("Thu, 01 Jan 2026 00:00:05 GMT", end)).toBe(5000);
+    expect(retryAfterMs("soon", end)).toBeNull();
+    expect(retryAfterMs(undefined, end)).toBeNull();
+    expect(authFingerprint(undefined)).toBeNull();
+    expect(authFingerprint("Bearer a")).toMatch(/^[0-9a-f]{16}$/);
+    expect(authFingerprint("Bearer a")).not.toBe(authFingerprint("Bearer b"));
+  });
+
+  it("keeps the last calls of a long session, with positions that go on counting", async () => {
+    const { app } = sandbox();
+    const watch = new SessionCallWatch(app.workspace, 3);
+    for (let i = 0; i < 5; i++) await post(app.app, allergy());
+    expect(watch.position).toBe(5);
+    expect(watch.all()).toHaveLength(3);
+    const fifth = await watch.next(() => true, 0, 4);
+    expect(fifth?.record.id).toBe(watch.all()[2]?.record.id);
+    expect(await watch.next(() => true, 0, 5)).toBeUndefined();
+    watch.close();
+    // Closed: it hears no more calls.
+    await post(app.app, allergy());
+    expect(watch.position).toBe(5);
+  });
+});
+
+describe("the sandbox closing", () => {
+  it("stops every running session and removes its rules at once", async () => {
+    const { app } = sandbox();
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    await post(app.app, allergy());
+    const session = app.conformance.get("default", id);
+    for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(app.workspace.scenarios.runtimeRules).toBe(1);
+    app.close();
+    expect(app.workspace.scenarios.runtimeRules).toBe(0);
+    const report = await session?.done;
+    expect(report?.state).toBe("stopped");
+    expect(report?.stopReason).toBe("the sandbox closed");
   });
 });

@@ -42,12 +42,21 @@ const fail = (message: string, evidence: StepVerdict["evidence"] = []): StepVerd
 });
 const skip = (message: string): StepVerdict => ({ status: "skip", message, evidence: [] });
 
+/** The calls kept from position `from` on (all() may have forgotten the oldest of a long session). */
+function callsFrom(ctx: StepContext, from: number): readonly ObservedCall[] {
+  const kept = ctx.calls.all();
+  return kept.slice(Math.max(0, from - (ctx.calls.position - kept.length)));
+}
+
+/** The position of a call kept (for `next`'s `from`); the oldest kept when it was forgotten. */
+function positionOf(ctx: StepContext, call: ObservedCall): number {
+  const kept = ctx.calls.all();
+  return ctx.calls.position - kept.length + Math.max(0, kept.indexOf(call));
+}
+
 /** What inbound calls from `from` on showed, for a failure's "saw …". */
 function sawSince(ctx: StepContext, from: number, exclude?: ObservedCall): string {
-  const calls = ctx.calls
-    .all()
-    .slice(from)
-    .filter((c) => inbound(c) && c !== exclude);
+  const calls = callsFrom(ctx, from).filter((c) => inbound(c) && c !== exclude);
   if (calls.length === 0) return "saw no message";
   const listed = calls
     .slice(0, 4)
@@ -70,7 +79,8 @@ const answerNext = async (ctx: StepContext, spec: StepSpecOf<"answerNext">, step
   const operations = operationsOf(spec.operation);
   const rule = { name, ...(operations ? { when: { operation: operations } } : {}), times: 1, respond: spec.respond };
   const document = JSON.stringify({ name: `conformance session ${ctx.session.id}`, rules: [rule] });
-  const added = ctx.workspace.addScenario(document);
+  // First of every rule (the plan's answer, whatever rules the workspace holds), and never in a state file.
+  const added = ctx.workspace.addScenario(document, { forSession: true });
   if (!added.ok) {
     const why = added.refused ? added.refused.diagnostics : added.problems.map((p) => p.message).join("; ");
     return fail(`expected to script the answer to the next message, but the sandbox refused the rule: ${why}`);
@@ -282,12 +292,12 @@ const expectNewId = async (ctx: StepContext, spec: StepSpecOf<"expectNewId">): P
   const first = trigger(ctx);
   if (!first) return noTrigger();
   const operation = first.record.operation;
-  const start = ctx.calls.all().indexOf(first) + 1;
+  const start = positionOf(ctx, first) + 1;
   const within = ctx.ms(spec.within, DEFAULT_WITHIN_MS);
   const next = await ctx.calls.next(
     (c) => inbound(c) && c !== first && c.record.operation === operation,
     within,
-    Math.max(0, start),
+    start,
   );
   const id = first.record.messageId;
   if (!next) {
