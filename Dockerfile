@@ -29,7 +29,7 @@ RUN npm run build
 # node:24-bookworm-slim is about 220 MB and a distroless Node 24 (glibc, libstdc++ and the 127 MB binary) about 150 MB
 # before the app; this is about 135 MB (scripts/verify-image.sh reports the size and fails above 150 MB).
 # No node_modules, no source maps, no type declarations: the bundle, the data files it reads, the dashboard's assets
-# and rendered docs, the scenarios.
+# and rendered docs, the scenarios, the conformance plans (found beside the bundle, as the scenarios are).
 FROM alpine:3.22 AS runtime
 # /data: where a state file goes (-v sandbox-data:/data -e STATE_FILE=/data/sandbox.db). Owned by node and private
 # (the file holds every workspace): Docker copies this directory's owner and mode into a new, empty named volume, so
@@ -49,6 +49,7 @@ ENV NODE_OPTIONS=--max-old-space-size=320
 COPY --from=build /app/bundle/uae-fhir-sandbox.mjs /app/bundle/server.cjs /app/bundle/r4-definitions.json /app/bundle/fhirpath-trees.json ./bundle/
 COPY --from=build /app/bundle/assets ./bundle/assets
 COPY scenarios ./scenarios
+COPY conformance ./conformance
 # V8's code cache for bundle/server.cjs, which saves about a third of a cold start (docs/benchmarks.md): made here, by
 # this node under this NODE_OPTIONS, as V8 takes a cache only from the same binary and V8 flags (a container started
 # with other V8 flags compiles as without one; Node 24 does not count the heap sizes). A training run: serve, answer

@@ -1,7 +1,7 @@
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { relative } from "node:path";
 import { formatProblem } from "../config/yaml-file.js";
-import { loadPlans, planCounts, planFiles } from "../conformance/load-plans.js";
+import { loadPlans, planCounts, planFiles, realPath } from "../conformance/load-plans.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { type LoadOptions, loadScenarioFiles, scenarioFiles } from "../scenarios/load.js";
 import { counted } from "../text/plural.js";
@@ -76,15 +76,15 @@ export function validatePlans(
   }
   const load = loadPlans({ folder: path, catalogue });
   const problems = load.ok ? [] : load.problems;
-  const sourceOf = new Map(load.files.map((f) => [realpathSync(f.file), f.source]));
+  const sourceOf = new Map(load.files.map((f) => [realPath(f.file), f.source]));
   const files = planFiles(path);
   // Problems of the path itself, or of a shipped plan (never in a release; in a clone being edited, perhaps).
-  const hostSources = new Set(files.map((file) => sourceOf.get(realpathSync(file))));
+  const hostSources = new Set(files.map((file) => sourceOf.get(realPath(file))));
   const others = problems.filter((p) => !hostSources.has(p.file));
   for (const problem of others) io.err(formatProblem(problem));
   let failed = others.length > 0;
   for (const file of files) {
-    const source = sourceOf.get(realpathSync(file));
+    const source = sourceOf.get(realPath(file));
     const own = problems.filter((p) => p.file === source);
     if (own.length > 0) {
       failed = true;

@@ -2,7 +2,14 @@ import { existsSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
-import { capProblems, type Locate, MAX_YAML_BYTES, readYamlFile, type YamlProblem } from "../config/yaml-file.js";
+import {
+  capProblems,
+  formatProblem,
+  type Locate,
+  MAX_YAML_BYTES,
+  readYamlFile,
+  type YamlProblem,
+} from "../config/yaml-file.js";
 import type { Catalogue } from "../routing/catalogue.js";
 import { type OperationNames, operationNames } from "../routing/operation-names.js";
 import { compileRule } from "../scenarios/rules.js";
@@ -71,8 +78,9 @@ const loaderPlanSchema = planSchema.extend({
 export function planFiles(path: string): string[] {
   if (!statSync(path).isDirectory()) return [path];
   // Not recursive: examples/ and other folders beside the plans hold no plans.
+  // A link to nowhere stays in: reading it says so, where it is.
   return readdirSync(path)
-    .filter((name) => PLAN_FILE.test(name) && statSync(join(path, name)).isFile())
+    .filter((name) => PLAN_FILE.test(name) && (statSync(join(path, name), { throwIfNoEntry: false })?.isFile() ?? true))
     .sort()
     .map((name) => join(path, name));
 }
@@ -84,6 +92,15 @@ export interface PlanLoadOptions {
   catalogue: Catalogue;
   /** The shipped folder; default shippedConformance(). null: none (tests). */
   shipped?: string | null;
+}
+
+/** A file's real path (links resolved), or the path itself when it cannot be resolved (a link to nowhere). */
+export function realPath(file: string): string {
+  try {
+    return realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 /** A plan file read, and the source its plan and problems are named by. */
@@ -235,32 +252,35 @@ export function loadPlans(options: PlanLoadOptions): PlanLoad {
   const shipped = options.shipped === undefined ? shippedConformance() : (options.shipped ?? undefined);
   const files: PlanFile[] = [];
   const shippedReal = new Set<string>();
-  if (shipped !== undefined) {
-    for (const file of planFiles(shipped)) {
-      files.push({ file, source: `conformance/${relative(shipped, file)}` });
-      shippedReal.add(realpathSync(file));
-    }
-  }
   const problems: YamlProblem[] = [];
-  if (options.folder !== undefined) {
-    if (!existsSync(options.folder)) {
-      problems.push({ file: options.folder, line: 0, column: 0, message: "no such folder or file (--conformance)" });
-    } else {
-      const host = planFiles(options.folder);
-      if (host.length === 0) {
-        problems.push({
-          file: options.folder,
-          line: 0,
-          column: 0,
-          message: "no *.yaml or *.yml plan files (--conformance)",
-        });
-      }
-      // The shipped folder given again (--conformance ./conformance in a clone) is read once.
-      for (const file of host) {
-        const real = realpathSync(file);
-        if (!shippedReal.has(real)) files.push({ file, source: file });
+  try {
+    if (shipped !== undefined) {
+      for (const file of planFiles(shipped)) {
+        files.push({ file, source: `conformance/${relative(shipped, file)}` });
+        shippedReal.add(realPath(file));
       }
     }
+    if (options.folder !== undefined) {
+      if (!existsSync(options.folder)) {
+        problems.push({ file: options.folder, line: 0, column: 0, message: "no such folder or file (--conformance)" });
+      } else {
+        const host = planFiles(options.folder);
+        if (host.length === 0) {
+          problems.push({
+            file: options.folder,
+            line: 0,
+            column: 0,
+            message: "no *.yaml or *.yml plan files (--conformance)",
+          });
+        }
+        // The shipped folder given again (--conformance ./conformance in a clone) is read once.
+        for (const file of host) if (!shippedReal.has(realPath(file))) files.push({ file, source: file });
+      }
+    }
+  } catch (error) {
+    // A file removed or made unreadable while the folder is listed: a problem of this load, not a crash.
+    const folder = options.folder ?? shipped ?? "conformance";
+    problems.push({ file: folder, line: 0, column: 0, message: `could not be read: ${(error as Error).message}` });
   }
   const plans: LoadedPlan[] = [];
   const planIds = new Map<string, YamlProblem>();
@@ -296,6 +316,23 @@ export function loadPlans(options: PlanLoadOptions): PlanLoad {
     }
   }
   return problems.length > 0 ? { ok: false, problems, plans, files } : { ok: true, plans, files };
+}
+
+/** The plans could not be loaded: every problem, one `file:line:column: message` a line. */
+export class PlanProblems extends Error {
+  constructor(readonly problems: readonly YamlProblem[]) {
+    super(
+      `conformance plans with problems (uae-fhir-sandbox validate --conformance checks them):\n${problems.map(formatProblem).join("\n")}`,
+    );
+    this.name = "PlanProblems";
+  }
+}
+
+/** The plans, or a PlanProblems thrown: for a sandbox that must not start with a plan it cannot run. */
+export function requirePlans(options: PlanLoadOptions): LoadedPlan[] {
+  const load = loadPlans(options);
+  if (!load.ok) throw new PlanProblems(load.problems);
+  return load.plans;
 }
 
 /** "N tests, M steps": what `validate` says of a valid plan. */

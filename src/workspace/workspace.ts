@@ -146,9 +146,13 @@ export interface Workspace {
   /**
    * Adds a scenario document at run time (POST /__admin/scenarios) and applies its fixtures, unless it is not
    * valid or would take the workspace past a limit (its rules, bytes, FHIRPath, its fixtures' pharmacies).
+   * `forSession`: a conformance session's rule, first of all, never in the state file, not announced.
    */
   addScenario(text: string, options?: { forSession?: boolean }): AddResult;
-  /** Removes one document added at run time (its source, runtime-N), leaving the others; returns its rule count. */
+  /**
+   * Removes one document added at run time (its source, runtime-N), leaving the others; returns its rule count. A
+   * conformance session's own rule: no change by hand, so nothing is announced.
+   */
   removeScenario(source: string): number;
   /** The shared scenario files were loaded again (or refused): the patients their rules name stay pinned; its observers hear of it. */
   filesReloaded(result: { ok: boolean; problems: YamlProblem[] }): void;
@@ -461,16 +465,15 @@ export function createWorkspace(id: string, shared: WorkspaceShared): Workspace 
         if (added.ok) fixtures([added.scenario]);
         return added;
       });
-      if (added.ok) {
+      // A session's rule is no change by hand: its session's report says what it answered.
+      if (added.ok && !options?.forSession) {
         const { source, rules } = added.scenario;
         events.emit("sandbox:changed", { change: "rules-added", workspace: id, source, rules: rules.length });
       }
       return added;
     },
     removeScenario(source) {
-      const rules = written(() => scenarios.removeRuntime(source));
-      if (rules > 0) events.emit("sandbox:changed", { change: "rules-removed", workspace: id, rules });
-      return rules;
+      return written(() => scenarios.removeRuntime(source));
     },
     filesReloaded(result) {
       if (result.ok) pinRulePatients();

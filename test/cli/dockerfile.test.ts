@@ -116,7 +116,7 @@ describe("the Dockerfile", () => {
     expect(ignored).not.toContain("scripts");
   });
 
-  it("runs on Alpine with the build stage's Node 24 binary alone: the bundle, its data files, the dashboard's assets, scenarios/", () => {
+  it("runs on Alpine with the build stage's Node 24 binary alone: the bundle, its data files, the dashboard's assets, scenarios/, conformance/", () => {
     expect(runtime[0]?.args).toMatch(/^alpine:[\d.]+\s+AS\s+runtime$/i);
     // The same Alpine release the node binary was built for (it links against that release's libstdc++).
     expect(runtime[0]?.args.split(/[:\s]/)[1]).toBe(build[0]?.args.match(/alpine([\d.]+)/)?.[1]);
@@ -135,6 +135,8 @@ describe("the Dockerfile", () => {
       ],
       ["--from=build", "/app/bundle/assets", "./bundle/assets"],
       ["scenarios", "./scenarios"],
+      // The conformance plans, found beside the bundle as the scenarios are (src/conformance/load-plans.ts).
+      ["conformance", "./conformance"],
     ]);
   });
 
@@ -279,8 +281,8 @@ describe("the Dockerfile's CMD and HEALTHCHECK, run in the image's layout", { ti
       }),
     );
 
-  it("has only the bundle, its data files, the dashboard's assets and the scenarios: no node_modules or source maps", () => {
-    expect(readdirSync(app).sort()).toEqual(["bundle", "scenarios"]);
+  it("has only the bundle, its data files, the dashboard's assets, the scenarios and the conformance plans: no node_modules or source maps", () => {
+    expect(readdirSync(app).sort()).toEqual(["bundle", "conformance", "scenarios"]);
     expect(readdirSync(join(app, "bundle")).sort()).toEqual([
       "assets",
       "fhirpath-trees.json",

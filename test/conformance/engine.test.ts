@@ -7,11 +7,12 @@ import {
   retryAfterMs,
   SessionCallWatch,
 } from "../../src/conformance/call-watch.js";
+import { senderKinds } from "../../src/conformance/kinds/sender.js";
 import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import type { ConformanceSandbox, StepContext, StepRun, StepVerdict } from "../../src/conformance/step-context.js";
-import { messageBundle, post } from "../support/messages.js";
+import { envelope, messageBundle, post, STANDARD } from "../support/messages.js";
 
 /**
  * The runner's rules, with fake kinds: steps in order, a failed required step ends its test (the rest skipped), a
@@ -272,5 +273,99 @@ describe("the sandbox closing", () => {
     const report = await session?.done;
     expect(report?.state).toBe("stopped");
     expect(report?.stopReason).toBe("the sandbox closed");
+  });
+});
+
+describe("the message path without a session", () => {
+  it("pays nothing: a workspace's calls are heard only while a session runs in it", async () => {
+    const { app } = sandbox();
+    const { events } = app.workspace;
+    const heard = () => [events.listenerCount("call:completed"), events.listenerCount("call:recorded")];
+    const idle = heard();
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    expect(heard()).toEqual([(idle[0] ?? 0) + 1, (idle[1] ?? 0) + 1]);
+    app.conformance.get("default", id)?.stop("done with it");
+    expect(heard()).toEqual(idle);
+  });
+});
+
+describe("answerNext", () => {
+  it("takes a message its rule answered in time whose call ends later (a timeout held until the client gives up)", async () => {
+    const { app, parts } = sandbox();
+    const p: Plan = plan([
+      {
+        id: "t",
+        title: "T",
+        rule: "r",
+        required: true,
+        steps: [{ id: "t1", title: "no answer", answerNext: { respond: { fault: "timeout" }, within: "100ms" } }],
+      },
+    ]);
+    const session = new Session({
+      facts: { id: "s2", role: "sender", operations: [], pharmacyUrl: null, pharmacyLicence: null, timeScale: 1 },
+      plan: { plan: p, source: "test" },
+      workspace: app.workspace,
+      sandbox: parts,
+      kinds: senderKinds,
+    });
+    void session.run();
+    // The client gives up after 400 ms, well after the step's 100 ms: its message still came in time.
+    const gaveUp = Promise.resolve(
+      app.app.request(STANDARD, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: envelope(allergy()),
+        signal: AbortSignal.timeout(400),
+      }),
+    ).catch(() => "gave up");
+    const report = await session.done;
+    await gaveUp;
+    expect(report.tests[0]?.steps[0]?.status).toBe("pass");
+    expect(report.tests[0]?.steps[0]?.message).toMatch(/^answered add-allergy \S+ with timeout \(no answer\)$/);
+  });
+});
+
+describe("the conformance admin API behind --admin-token", () => {
+  it("needs the token, as every admin route does", async () => {
+    const app = createApp({ adminToken: "conformance-admin-token" });
+    apps.push(app);
+    const request = (headers: Record<string, string>) =>
+      app.app.request("/__admin/conformance/sessions", {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify({ role: "sender" }),
+      });
+    expect((await request({})).status).toBe(401);
+    expect((await app.app.request("/__admin/conformance/plans")).status).toBe(401);
+    const started = await request({ authorization: "Bearer conformance-admin-token" });
+    expect(started.status).toBe(201);
+  });
+});
+
+describe("a session's rules", () => {
+  it("are no change by hand: the sandbox announces neither their adding nor their removal", async () => {
+    const { app } = sandbox();
+    const changes: string[] = [];
+    app.sandboxEvents.on("sandbox:changed", (c) => changes.push(c.change));
+    const started = await app.app.request("/__admin/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ role: "sender" }),
+    });
+    const { id } = (await started.json()) as SessionReport;
+    await post(app.app, allergy());
+    const session = app.conformance.get("default", id);
+    for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(app.workspace.scenarios.runtimeRules).toBe(1);
+    session?.stop("done");
+    expect(app.workspace.scenarios.runtimeRules).toBe(0);
+    expect(changes).toEqual([]);
   });
 });

@@ -1,10 +1,10 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { formatProblem } from "../../src/config/yaml-file.js";
-import { loadPlans } from "../../src/conformance/load-plans.js";
+import { loadPlans, PlanProblems, requirePlans } from "../../src/conformance/load-plans.js";
 import { buildCatalogue } from "../../src/routing/catalogue.js";
 
 // Plans as data: the fixture plans load; each broken file's one mistake is reported where it is written, with a
@@ -207,6 +207,23 @@ describe("loadPlans", () => {
     }
   });
 
+  it("a plan file that is a link to nowhere is a problem of that file, and the others load", () => {
+    const dir = mkdtempSync(join(tmpdir(), "plans-"));
+    dirs.push(dir);
+    symlinkSync(join(dir, "gone.yaml"), join(dir, "a-link.yaml"));
+    writeFileSync(
+      join(dir, "b.yaml"),
+      readFileSync(`${PLANS}/sender-mini.yaml`, "utf8").replace("sender-mini", "mine"),
+    );
+
+    const load = loadPlans({ catalogue, shipped: null, folder: dir });
+
+    expect(load.ok ? [] : load.problems.map(formatProblem)).toEqual([
+      `${join(dir, "a-link.yaml")}: cannot be read: no such file`,
+    ]);
+    expect(load.plans.map((p) => p.plan.id)).toEqual(["mine"]);
+  });
+
   it("refuses a file larger than the limit before parsing it, and bounds YAML aliases", () => {
     const dir = mkdtempSync(join(tmpdir(), "plans-"));
     dirs.push(dir);
@@ -230,5 +247,20 @@ describe("loadPlans", () => {
       expect.stringMatching(/^big\.yaml: file is \d+ bytes; the limit is 2097152$/),
       expect.stringMatching(/^laughs\.yaml: .*(alias|Excessive)/i),
     ]);
+  });
+
+  it("requirePlans: the plans, or an error listing every problem as file:line:column: message", () => {
+    expect(requirePlans({ catalogue, shipped: PLANS }).map((p) => p.plan.id)).toEqual(["receiver-mini", "sender-mini"]);
+    const thrown = (() => {
+      try {
+        requirePlans({ catalogue, shipped: PLANS, folder: `${BROKEN}/60-unknown-key.yaml` });
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(thrown).toBeInstanceOf(PlanProblems);
+    expect((thrown as PlanProblems).message).toBe(
+      `conformance plans with problems (uae-fhir-sandbox validate --conformance checks them):\n${BROKEN}/60-unknown-key.yaml:21:22: tests.0.steps.1.expectAck: unknown key "withn"; did you mean "within"?`,
+    );
   });
 });

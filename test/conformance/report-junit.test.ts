@@ -46,6 +46,10 @@ describe("the JUnit XML of a session", () => {
       plan: "sender-mini 1.0",
       workspace: "team-a",
       state: "passed",
+      "operations.exercised": "add-allergy",
+      "operations.notExercised": "view-patient-profile",
+      "rules.checked": "reliable-messaging,no-retry-after-fatal",
+      "rules.notChecked": "none",
     });
   });
 

@@ -156,6 +156,14 @@ describe("npm pack on a clean clone", () => {
     for (const path of links) expect(existsSync(join(ROOT, path)), `${home}: ${path}`).toBe(true);
   });
 
+  it("ships conformance/: every file of it (the plans, their JSON Schema, the reference systems)", () => {
+    const shipped = readdirSync(join(ROOT, "conformance"), { recursive: true, withFileTypes: true })
+      .filter((entry) => entry.isFile())
+      .map((entry) => relative(ROOT, join(entry.parentPath, entry.name)));
+    expect(shipped).toContain("conformance/conformance.schema.json");
+    expect([...paths()]).toEqual(expect.arrayContaining(shipped));
+  });
+
   it("ships the shipped scenarios and their JSON Schema", () => {
     expect([...paths()]).toEqual(
       expect.arrayContaining([
@@ -354,7 +362,7 @@ describe("the tarball installed into a fresh project", () => {
   };
 
   it(
-    "runs the CLI through npx: --version, validate (the shipped scenarios pass, a broken file fails)",
+    "runs the CLI through npx: --version, validate (the shipped scenarios and plans pass, a broken file fails)",
     async () => {
       const version = npx(["--version"]);
       expect(await version.waitForExit(STEP_MS)).toEqual({ code: 0, signal: null });
@@ -362,6 +370,13 @@ describe("the tarball installed into a fresh project", () => {
 
       const valid = npx(["validate", "node_modules/uae-fhir-sandbox/scenarios"]);
       expect(await valid.waitForExit(STEP_MS), valid.describe()).toEqual({ code: 0, signal: null });
+
+      // The package's own plans, found beside its dist/ (read once when given as the host's folder too).
+      const plans = npx(["validate", "--conformance", "node_modules/uae-fhir-sandbox/conformance"]);
+      expect(await plans.waitForExit(STEP_MS), plans.describe()).toEqual({ code: 0, signal: null });
+      expect(plans.stdout).toMatch(
+        /^ok node_modules\/uae-fhir-sandbox\/conformance\/\S+\.yaml: \d+ tests?, \d+ steps?$/m,
+      );
 
       writeFileSync(join(consumer, "broken.yaml"), "rules:\n  - name: x\n    when: { operation: 7 }\n");
       const invalid = npx(["validate", "broken.yaml"]);

@@ -1,3 +1,4 @@
+import { TIMEOUT_FAULT_CAP_MS } from "../../http/faults.js";
 import { responseCode } from "../../journal/call-summary.js";
 import type { PlanStep, StepKindName, StepSpecOf } from "../plan-schema.js";
 import type { ObservedCall, StepContext, StepRun, StepVerdict } from "../step-context.js";
@@ -71,6 +72,13 @@ function trigger(ctx: StepContext): ObservedCall | undefined {
 
 const noTrigger = () => skip("no answered message to check: the answerNext step before it did not run");
 
+/** How long an answered message's call may stay open: the timeout fault's own cap. */
+const IN_FLIGHT_MS = TIMEOUT_FAULT_CAP_MS;
+
+/** How many messages the session's rule has answered, recorded or not (the rules view counts them when decided). */
+const answeredCount = (ctx: StepContext, name: string): number =>
+  ctx.workspace.scenarios.view().rules.find((r) => r.name === name)?.answered ?? 0;
+
 /** The rule's name: the journal names the rule that answered a call, so the trigger is told by it. */
 let ruleCount = 0;
 
@@ -95,7 +103,13 @@ const answerNext = async (ctx: StepContext, spec: StepSpecOf<"answerNext">, step
   ctx.onEnd?.(remove);
   const from = ctx.calls.position;
   const within = ctx.ms(spec.within, DEFAULT_WITHIN_MS);
-  const call = await ctx.calls.next((c) => inbound(c) && c.record.rule === name, within, from);
+  const answered = (c: ObservedCall) => inbound(c) && c.record.rule === name;
+  let call = await ctx.calls.next(answered, within, from);
+  // The rule answered, but its call is not over (a timeout held until the client gives up, a slow dribble): the
+  // message came in time, and its record comes when its client lets go.
+  if (!call && !ctx.signal.aborted && answeredCount(ctx, name) > 0) {
+    call = await ctx.calls.next(answered, IN_FLIGHT_MS, from);
+  }
   remove();
   const what = operations ? `a message of ${operations.join(" or ")}` : "a message";
   if (!call)

@@ -13,6 +13,9 @@ export interface JunitOptions {
   adminBase?: string;
 }
 
+/** A list as a property value: comma-separated, or "none" (an empty value reads as nothing, or NaN, in some readers). */
+const listed = (items: readonly string[]) => (items.length > 0 ? items.join(",") : "none");
+
 const secondsBetween = (from: string | null, to: string | null) =>
   from && to ? Math.max(0, (Date.parse(to) - Date.parse(from)) / 1000) : 0;
 
@@ -67,6 +70,11 @@ export function conformanceJunit(report: SessionReport, options: JunitOptions = 
     ["state", report.state],
     ["timeScale", String(report.timeScale)],
     ...(report.stopReason ? ([["stopReason", report.stopReason]] as Array<[string, string]>) : []),
+    // Coverage: what the session exercised of the sandbox's operations and of the plan's rules, and what not.
+    ["operations.exercised", listed(report.coverage.operations.exercised)],
+    ["operations.notExercised", listed(report.coverage.operations.notExercised)],
+    ["rules.checked", listed(report.coverage.rules.checked)],
+    ["rules.notChecked", listed(report.coverage.rules.notChecked)],
   ];
   const lines = [
     '<?xml version="1.0" encoding="UTF-8"?>',
