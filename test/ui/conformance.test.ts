@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Page, Route } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -303,6 +304,16 @@ describe.sequential("a real session", { timeout: UI_TEST_TIMEOUT_MS }, () => {
       .first();
     const href = (await answered.getAttribute("href")) as string;
     expect(href).toMatch(/^\/__admin\/ui\/calls\/\d+$/);
+    // report.json is the session's report, saved under its name (fetched with the token when there is one).
+    const reports = page.getByRole("region", { name: "Reports" });
+    const [download] = await Promise.all([
+      page.waitForEvent("download"),
+      reports.getByRole("link", { name: /^report\.json/ }).click(),
+    ]);
+    expect(download.suggestedFilename()).toBe("report.json");
+    const saved = JSON.parse(readFileSync(await download.path(), "utf8"));
+    expect(saved.id).toBe(id);
+    expect(saved.state).toBe("failed");
     await screenshot(page, "conformance-session-live");
     expect(await seriousViolations(page)).toEqual([]);
     await answered.click();
