@@ -19,18 +19,11 @@ import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
 import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
-import {
-  flagsHelp,
-  parseArgsOptions,
-  resolveFlag,
-  resolveServeConfig,
-  SERVE_FLAGS,
-  type ServeConfig,
-  UsageError,
-} from "./flags.js";
+import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, type ServeConfig, UsageError } from "./flags.js";
 import { boundHeapGrowth } from "./heap-growth.js";
 import { CommandLineError, parseCommandLine } from "./parse-command-line.js";
 import { replayCommand } from "./replay.js";
+import { takeServeBooleans } from "./serve-args.js";
 import { startFailure } from "./start-failure.js";
 import { trigger } from "./trigger.js";
 import { validate, validatePlans } from "./validate.js";
@@ -61,6 +54,14 @@ Usage:
   uae-fhir-sandbox certs [--out DIR] [--host NAME ...] [--client NAME ...]
                                             make a local CA, a server certificate and client certificates
                                             for HTTPS and mutual TLS (--tls-cert, --tls-client-ca); certs --help
+  uae-fhir-sandbox conformance run --role sender|receiver [--operations a,b] [--pharmacy-url URL]
+                   [--plan ID] [--time-scale F] [--out DIR] [serve options]
+                                            test a sender's or a pharmacy's behaviour against a plan: exit 0
+                                            only when every required step passed; writes a FHIR TestReport,
+                                            JUnit XML and JSON into --out; conformance --help
+  uae-fhir-sandbox conformance plans | testscript [--plan ID] | examples
+                                            list the conformance plans; print one as a FHIR TestScript;
+                                            copy the reference sender and pharmacy
   uae-fhir-sandbox -h, --help               this help
   uae-fhir-sandbox -v, --version            the version
 
@@ -101,7 +102,18 @@ Prints a JSON Schema (draft 2020-12) on stdout, for an editor (yaml-language-ser
   -h, --help  this help`;
 
 /** Commands, for "did you mean" on a mistyped one. */
-const COMMANDS = ["serve", "validate", "schema", "trigger", "export", "example", "replay", "backup", "certs"];
+const COMMANDS = [
+  "serve",
+  "validate",
+  "schema",
+  "trigger",
+  "export",
+  "example",
+  "replay",
+  "backup",
+  "certs",
+  "conformance",
+];
 
 export interface CliIo {
   out(line: string): void;
@@ -129,23 +141,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
   if (argv[0] === "backup") return backupCommand(argv.slice(1), io);
   // example builds a message; it reads a running sandbox only for an order's ids.
   if (argv[0] === "example") return exampleCommand(argv.slice(1), io);
-  // --no-<flag> turns a boolean flag off (util.parseArgs on Node 20 has no allowNegative), and --<flag>=<value>
-  // sets one with the words its environment variable takes (--watch=no): parseArgs takes neither.
-  const booleans = SERVE_FLAGS.filter((f) => f.kind === "boolean").map((f) => f.name);
-  const given = new Map<string, string | boolean>();
-  const args = argv.filter((arg) => {
-    const negated = /^--no-(.+)$/.exec(arg)?.[1];
-    if (negated !== undefined && booleans.includes(negated)) {
-      given.set(negated, false);
-      return false;
-    }
-    const assigned = /^--([^=]+)=(.*)$/.exec(arg);
-    if (assigned?.[1] !== undefined && booleans.includes(assigned[1])) {
-      given.set(assigned[1], assigned[2] ?? "");
-      return false;
-    }
-    return true;
-  });
+  // conformance run starts a sandbox of its own (with the serve flags) and a session in it.
+  if (argv[0] === "conformance") return (await import("./conformance.js")).conformanceCommand(argv.slice(1), io);
+  const { args, given, negations } = takeServeBooleans(argv);
   let parsed: ReturnType<typeof parseCommandLine>;
   try {
     parsed = parseCommandLine(
@@ -159,7 +157,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<number> {
         allowPositionals: true,
         strict: true,
       },
-      booleans.map((name) => `no-${name}`),
+      negations,
     );
   } catch (error) {
     if (!(error instanceof CommandLineError)) throw error;

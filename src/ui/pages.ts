@@ -5,7 +5,18 @@
  */
 export interface UiPage {
   /** Which client view the shell mounts. */
-  id: "calls" | "call" | "orders" | "order" | "pharmacies" | "patients" | "patient" | "scenarios" | "health";
+  id:
+    | "calls"
+    | "call"
+    | "orders"
+    | "order"
+    | "pharmacies"
+    | "patients"
+    | "patient"
+    | "scenarios"
+    | "conformance"
+    | "conformance-session"
+    | "health";
   /** Route under /__admin/ui/ (Hono syntax). */
   route: string;
   /** The page's title and h1; `{param}` is the route parameter. */
@@ -25,5 +36,12 @@ export const UI_PAGES: readonly UiPage[] = [
   { id: "patients", route: "patients", title: "Patients", nav: "Patients", section: "patients" },
   { id: "patient", route: "patients/:param", title: "Patient {param}", section: "patients" },
   { id: "scenarios", route: "scenarios", title: "Scenarios", nav: "Scenarios", section: "scenarios" },
+  { id: "conformance", route: "conformance", title: "Conformance", nav: "Conformance", section: "conformance" },
+  {
+    id: "conformance-session",
+    route: "conformance/:param",
+    title: "Conformance session {param}",
+    section: "conformance",
+  },
   { id: "health", route: "health", title: "Health", nav: "Health", section: "health" },
 ];

@@ -393,6 +393,20 @@ describe("runMarkdown", () => {
   );
 
   it(
+    "maps a helper's --port as it maps its listen(…): the helper listens on the free port, the page reaches it as written",
+    async () => {
+      const server =
+        'const p = process.argv.indexOf("--port"); require("node:http").createServer((q, s) => s.end("up")).listen(Number(process.argv[p + 1]), "127.0.0.1")';
+      const page =
+        `<!-- doc-test: background -->\n\`\`\`sh\nnode -e '${server}' -- --port 9092\n\`\`\`\n` +
+        "\n```sh\ncurl -s http://127.0.0.1:9092/\n```\n\n<!-- doc-test: output -->\n```text\nup\n```\n";
+      const report = await runMarkdown(page, "port-helper.md");
+      expect(report.blocks.map((b) => b.what)).toEqual(["background", "ran", "compared"]);
+    },
+    PAGE_BUDGET_MS,
+  );
+
+  it(
     "fails a block that fails, naming page:line, the block, its output and the sandbox's",
     async () => {
       const page = "Intro\n\n```sh\necho first\n```\n\n```sh\necho to-stdout; echo to-stderr >&2; false\n```\n";

@@ -344,7 +344,8 @@ class PageRun {
 
   /** A background block's text: its listening ports by number too (`.listen(9091, …)`). */
   mapListen(text: string): string {
-    return this.mapText(text).replace(/\b(listen\(\s*|--port[= ])(\d{2,5})\b/g, (all, before: string, port: string) => {
+    // No \b before --port: between a space and "-" there is no word boundary, so it never matched a --port.
+    return this.mapText(text).replace(/(\blisten\(\s*|--port[= ])(\d{2,5})\b/g, (all, before: string, port: string) => {
       const to = this.ports.get(Number(port));
       return to === undefined ? all : `${before}${to}`;
     });

@@ -20,6 +20,8 @@ const PAGES = [
   "patients",
   "patients/urn%3Aae%3Aemirates-id%7C784-1990-1234567-6",
   "scenarios",
+  "conformance",
+  "conformance/3f2a9c1e",
   "health",
 ];
 

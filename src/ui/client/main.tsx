@@ -5,6 +5,7 @@ import { SignIn } from "./components/sign-in.js";
 import { useLiveStatus } from "./live.js";
 import { CallPage } from "./pages/call.js";
 import { CallsPage } from "./pages/calls.js";
+import { ConformancePage, ConformanceSessionPage } from "./pages/conformance.js";
 import { HealthPage } from "./pages/health.js";
 import { OrderPage } from "./pages/order.js";
 import { OrdersPage } from "./pages/orders.js";
@@ -29,6 +30,8 @@ const PAGES: Record<string, FC<PageProps>> = {
   patients: PatientsPage,
   patient: PatientPage,
   scenarios: ScenariosPage,
+  conformance: ConformancePage,
+  "conformance-session": ConformanceSessionPage,
   health: HealthPage,
 };
 

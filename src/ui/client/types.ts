@@ -124,3 +124,62 @@ export interface Pharmacy {
     error: string | null;
   } | null;
 }
+
+/**
+ * A conformance session's report, as GET /__admin/conformance/sessions/{id} answers it (src/conformance/session-report.ts:
+ * the client is built without the server's modules).
+ */
+export interface SessionReport {
+  id: string;
+  role: "sender" | "receiver";
+  plan: { id: string; title: string; version: string; source: string };
+  workspace: string;
+  state: "running" | "passed" | "failed" | "stopped";
+  startedAt: string;
+  endedAt: string | null;
+  stopReason: string | null;
+  participants: {
+    sandbox: { messageUrl: string };
+    system: { operations: string[]; pharmacyUrl: string | null; pharmacyLicence: string | null };
+  };
+  timeScale: number;
+  tests: TestResult[];
+  summary: { tests: number; passed: number; failed: number; warnings: number; skipped: number };
+  coverage: {
+    operations: { exercised: string[]; notExercised: string[] };
+    rules: { checked: string[]; notChecked: string[] };
+  };
+}
+
+export interface TestResult {
+  id: string;
+  title: string;
+  description: string | null;
+  rule: { id: string; source: string; ref: string; text: string };
+  required: boolean;
+  status: string;
+  steps: StepResult[];
+}
+
+export interface StepResult {
+  id: string;
+  title: string;
+  kind: string;
+  type: "action" | "expectation";
+  required: boolean;
+  status: string;
+  expected: string;
+  message: string | null;
+  fix: string | null;
+  evidence: Array<{
+    callId: string;
+    direction: "inbound" | "outbound";
+    operation: string | null;
+    messageId: string | null;
+    status: number | null;
+    at: string;
+    note: string;
+  }>;
+  startedAt: string | null;
+  endedAt: string | null;
+}
