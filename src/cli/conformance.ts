@@ -1,6 +1,7 @@
 import type { SandboxApp } from "../app.js";
 import type { SessionReport, StepResult, TestResult } from "../conformance/session-report.js";
 import type { ConformanceSession, ConformanceSessions, SessionRequest } from "../conformance/sessions-api.js";
+import { oneLine } from "../log/pretty.js";
 import { createRequestLog, type LogStreams } from "../log/request-log.js";
 import { type RunningServer, startServer } from "../server/start-server.js";
 import { counted } from "../text/plural.js";
@@ -193,8 +194,10 @@ const ENDED = new Set(["pass", "fail", "warning", "skip"]);
 
 /** The line printed as a step ends: its mark, test / step, and what was seen (a failure: what was expected and what happened). */
 export function stepLine(test: TestResult, step: StepResult): string[] {
-  const lines = [`${MARKS[step.status] ?? "?"} ${test.id} / ${step.id}: ${step.message ?? step.title}`];
-  if ((step.status === "fail" || step.status === "warning") && step.fix) lines.push(`    fix: ${step.fix}`);
+  // A message quotes what the system under test sent (ids, response codes): kept on its line, as the log keeps it, so
+  // that a line break or an escape sequence of theirs cannot forge a line of the run or reach the CI log as is.
+  const lines = [oneLine(`${MARKS[step.status] ?? "?"} ${test.id} / ${step.id}: ${step.message ?? step.title}`)];
+  if ((step.status === "fail" || step.status === "warning") && step.fix) lines.push(oneLine(`    fix: ${step.fix}`));
   return lines;
 }
 

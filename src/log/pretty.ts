@@ -130,7 +130,7 @@ function duration(ms: number): string {
 const CONTROL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
 
 /** Text kept on its line: every control character (line breaks, escape sequences) shown as U+FFFD. */
-function oneLine(text: string): string {
+export function oneLine(text: string): string {
   return text.replace(CONTROL, "\ufffd");
 }
 

@@ -147,8 +147,9 @@ function report(state: "running" | "failed") {
         description: null,
         rule: {
           id: "no-retry",
-          source: "fhir-r4",
-          ref: "https://hl7.org/fhir/R4/messaging.html",
+          // As a host's own plan may write it: text, not a link target.
+          source: "host",
+          ref: "javascript:alert(document.domain)",
           text: "No retry after fatal-error",
         },
         required: true,
@@ -159,7 +160,8 @@ function report(state: "running" | "failed") {
             title: "No retry for 15 s",
             kind: "expectNoRetry",
             status: ended ? "pass" : "pending",
-            message: ended ? "no retry of b2c3 in 1.5 s" : null,
+            // Text a session quotes from the system under test is shown as text, never as markup.
+            message: ended ? 'no retry of <img src=x onerror="alert(1)"> in 1.5 s' : null,
           }),
         ],
       },
@@ -241,6 +243,13 @@ describe.sequential("conformance pages", { timeout: UI_TEST_TIMEOUT_MS }, () => 
     expect(await stepRow(page, "Not before Retry-After").textContent()).toContain("! warning");
     expect(await stepRow(page, "Not before Retry-After").textContent()).toContain("To fix: Wait for the Retry-After");
     expect(await stepRow(page, "No retry for 15 s").textContent()).not.toContain("To fix");
+    expect(await stepRow(page, "No retry for 15 s").textContent()).toContain(
+      'no retry of <img src=x onerror="alert(1)">',
+    );
+    expect(await page.locator("img[src=x]").count()).toBe(0);
+    // A rule's ref that is no web address is shown, not linked.
+    expect(await page.locator('a[href^="javascript:"]').count()).toBe(0);
+    await page.getByText("where it is written: javascript:alert(document.domain)").waitFor();
     // The signs are decoration: a screen reader hears the word alone.
     expect(await page.locator('.badge [aria-hidden="true"]').count()).toBeGreaterThan(0);
     const coverage = page.getByRole("region", { name: "Coverage" });

@@ -270,9 +270,14 @@ function TestSection({ test }: { test: TestResult }) {
         Test <code>{test.id}</code>
         {test.required ? "" : " (not required: its failures are warnings)"}. Rule {test.rule.id} ({test.rule.source}
         ): {test.rule.text} —{" "}
-        <a href={test.rule.ref} rel="noreferrer">
-          where it is written
-        </a>
+        {/^https?:\/\//i.test(test.rule.ref) ? (
+          // A host's plan may write any text there: only a web address is a link (never javascript: or data:).
+          <a href={test.rule.ref} rel="noreferrer">
+            where it is written
+          </a>
+        ) : (
+          <span>where it is written: {test.rule.ref}</span>
+        )}
       </p>
       {test.description ? <p>{test.description}</p> : null}
       <DataTable
