@@ -30,7 +30,7 @@ the session covered. Ctrl-C (SIGINT) or SIGTERM stops the session early: the fil
                             session waits for the pharmacy to subscribe)
   --pharmacy-licence L      receiver: the pharmacy's licence (default PH-CONFORMANCE-0001)
   --plan ID                 the plan to run (default: the shipped plan of the role); conformance plans lists them
-  --time-scale F            multiply every wait of the plan by F, from 0.01 to 10 (default 1)
+  --time-scale F            multiply every wait of the plan and an order's deadline by F, from 0.01 to 10 (default 1)
   --out DIR                 write testreport.json (an R4 TestReport), junit.xml and report.json there
   -h, --help                this help
 
@@ -42,7 +42,7 @@ Exit codes: 0 every required step passed; 1 a required step failed, or the sessi
 or the sandbox could not start.
 
 Serve options (each also an environment variable):
-${flagsHelp()}`;
+${flagsHelp(["operations"])}`;
 
 /** The options of conformance run besides the serve flags. */
 const RUN_OPTIONS = {

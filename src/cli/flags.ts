@@ -783,8 +783,8 @@ export function parseArgsOptions() {
   );
 }
 
-export function flagsHelp(): string {
-  const rows = SERVE_FLAGS.map((f) => {
+export function flagsHelp(leaveOut: readonly string[] = []): string {
+  const rows = SERVE_FLAGS.filter((f) => !leaveOut.includes(f.name)).map((f) => {
     const value = f.kind === "boolean" ? "" : " <value>";
     const short = f.short !== undefined ? `-${f.short}, ` : "";
     const def = f.default !== undefined && f.default !== "" ? ` (default: ${f.default})` : "";

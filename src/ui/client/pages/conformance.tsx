@@ -143,7 +143,7 @@ function StartSession() {
           <>
             <label>
               Pharmacy push endpoint
-              <input name="pharmacyUrl" placeholder="e.g. http://127.0.0.1:9090/fhir/notifications" />
+              <input name="pharmacyUrl" placeholder="e.g. http://127.0.0.1:9090/fhir-hook" />
             </label>
             <label>
               Pharmacy licence
