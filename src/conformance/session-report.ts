@@ -1,8 +1,7 @@
-import type { RuleRef } from "./plan-schema.js";
-
 /**
  * What a conformance session found, as the admin API and report.json show it: every report format (the R4
- * TestReport, JUnit XML) and the dashboard page are made from this alone.
+ * TestReport, JUnit XML) and the dashboard page are made from this alone. It imports nothing: the dashboard's client,
+ * built without the server's modules, reads these same types.
  */
 
 /** A step's or a test's result. `warning`: a step that is not required failed; `skip`: it could not be checked. */
@@ -49,7 +48,7 @@ export interface TestResult {
   title: string;
   description: string | null;
   /** The rule it checks, with its id in the plan. */
-  rule: RuleRef & { id: string };
+  rule: { id: string; source: "fhir-r4" | "sandbox" | "host"; ref: string; text: string };
   required: boolean;
   status: StepStatus;
   steps: StepResult[];
