@@ -141,7 +141,8 @@ export function createConformanceSessions(deps: SessionsDeps): ConformanceSessio
       const facts = {
         id: deps.sandbox.newId(),
         role: request.role,
-        operations: request.role === "sender" ? [...(request.operations ?? [])] : [],
+        // Each once: a list that names one a thousand times costs no more than one that names it once.
+        operations: request.role === "sender" ? [...new Set(request.operations ?? [])] : [],
         pharmacyUrl: receiver ? (request.pharmacyUrl ?? null) : null,
         // Without a URL the pharmacy subscribes itself, and its licence is the one it subscribes with.
         pharmacyLicence: receiver

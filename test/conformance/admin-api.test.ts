@@ -1,8 +1,7 @@
-import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import { http, killStray, startCli } from "../cli/cli-process.js";
-import { envelope, messageBundle, STANDARD } from "../support/messages.js";
+import { allergyMessage, envelope, STANDARD } from "../support/messages.js";
 
 /**
  * The conformance sessions' admin API on a real sandbox: what a bad request is told (400 naming the field), one
@@ -28,25 +27,11 @@ const start = (workspace: string, body: unknown) =>
 
 const diagnostics = (json: { issue?: Array<{ diagnostics: string }> }) => (json.issue ?? []).map((i) => i.diagnostics);
 
-const allergy = () =>
-  envelope(
-    messageBundle("add-allergy", [
-      {
-        resourceType: "AllergyIntolerance",
-        clinicalStatus: {
-          coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
-        },
-        code: { text: "sesame" },
-        patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
-      } as AllergyIntolerance,
-    ]),
-  );
-
 const send = (workspace: string) =>
   http(`${url}/w/${workspace}${STANDARD}`, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: allergy(),
+    body: envelope(allergyMessage()),
   });
 
 const runtimeRules = async (workspace: string) =>

@@ -85,6 +85,23 @@ describe("a session's reports through the admin API", () => {
   });
 });
 
+describe("the operations a sender declares", () => {
+  it("are each kept once, however often the request names them", async () => {
+    const started = await admin("/conformance/sessions", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        role: "sender",
+        operations: [...Array.from({ length: 10_000 }, () => "add-allergy"), "add-history", "add-allergy"],
+      }),
+    });
+    expect(started.status).toBe(201);
+    const report = (await started.json()) as SessionReport;
+    expect(report.participants.system.operations).toEqual(["add-allergy", "add-history"]);
+    app.conformance.get("reports", report.id)?.stop("test over");
+  });
+});
+
 describe("long-polling a running session", () => {
   it("leaves nothing behind per poll that timed out: each poll's listener goes with it", async () => {
     const started = await admin("/conformance/sessions", {

@@ -1,4 +1,3 @@
-import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterEach, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import {
@@ -12,7 +11,7 @@ import type { Plan } from "../../src/conformance/plan-schema.js";
 import { Session } from "../../src/conformance/session.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
 import type { ConformanceSandbox, StepContext, StepRun, StepVerdict } from "../../src/conformance/step-context.js";
-import { envelope, messageBundle, post, STANDARD } from "../support/messages.js";
+import { allergyMessage, envelope, post, STANDARD } from "../support/messages.js";
 
 /**
  * The runner's rules, with fake kinds: steps in order, a failed required step ends its test (the rest skipped), a
@@ -155,18 +154,6 @@ describe("the session runner", () => {
   });
 });
 
-const allergy = () =>
-  messageBundle("add-allergy", [
-    {
-      resourceType: "AllergyIntolerance",
-      clinicalStatus: {
-        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
-      },
-      code: { text: "sesame" },
-      patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
-    } as AllergyIntolerance,
-  ]);
-
 describe("a sender session through the admin API, in-process", () => {
   it("answers the declared operation's first message ok, the next one 503, and removes its rule when stopped", async () => {
     const { app } = sandbox();
@@ -180,7 +167,7 @@ describe("a sender session through the admin API, in-process", () => {
     expect(started.headers.get("location")).toBe(`/__admin/conformance/sessions/${report.id}`);
     expect(report.state).toBe("running");
 
-    expect((await post(app.app, allergy())).status).toBe(200);
+    expect((await post(app.app, allergyMessage())).status).toBe(200);
     // The first test passed: the second one's rule answers the next message.
     const read = async () =>
       (await (await app.app.request(`/__admin/conformance/sessions/${report.id}`)).json()) as SessionReport;
@@ -188,7 +175,7 @@ describe("a sender session through the admin API, in-process", () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect((await read()).tests[0]?.status).toBe("pass");
-    expect((await post(app.app, allergy())).status).toBe(503);
+    expect((await post(app.app, allergyMessage())).status).toBe(503);
 
     const stopped = await app.app.request(`/__admin/conformance/sessions/${report.id}`, { method: "DELETE" });
     expect(stopped.status).toBe(200);
@@ -240,7 +227,7 @@ describe("what the call watch takes from a call before the journal redacts it", 
   it("keeps the last calls of a long session, with positions that go on counting", async () => {
     const { app } = sandbox();
     const watch = new SessionCallWatch(app.workspace, 3);
-    for (let i = 0; i < 5; i++) await post(app.app, allergy());
+    for (let i = 0; i < 5; i++) await post(app.app, allergyMessage());
     expect(watch.position).toBe(5);
     expect(watch.all()).toHaveLength(3);
     const fifth = await watch.next(() => true, 0, 4);
@@ -248,7 +235,7 @@ describe("what the call watch takes from a call before the journal redacts it", 
     expect(await watch.next(() => true, 0, 5)).toBeUndefined();
     watch.close();
     // Closed: it hears no more calls, and lets go of those it kept.
-    await post(app.app, allergy());
+    await post(app.app, allergyMessage());
     expect(watch.position).toBe(5);
     expect(watch.all()).toEqual([]);
   });
@@ -256,7 +243,7 @@ describe("what the call watch takes from a call before the journal redacts it", 
   it("keeps calls within a byte budget too (the journal's size of each), the newest whatever its size", async () => {
     const { app } = sandbox();
     const watch = new SessionCallWatch(app.workspace, 1_000, 1);
-    for (let i = 0; i < 3; i++) await post(app.app, allergy());
+    for (let i = 0; i < 3; i++) await post(app.app, allergyMessage());
     expect(watch.position).toBe(3);
     expect(watch.all()).toHaveLength(1);
     expect(watch.all()[0]?.record.id).toBe(app.workspace.journal.list().at(-1)?.id);
@@ -275,7 +262,7 @@ describe("the sandbox closing", () => {
       body: JSON.stringify({ role: "sender" }),
     });
     const { id } = (await started.json()) as SessionReport;
-    await post(app.app, allergy());
+    await post(app.app, allergyMessage());
     const session = app.conformance.get("default", id);
     for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -332,7 +319,7 @@ describe("answerNext", () => {
       app.app.request(STANDARD, {
         method: "POST",
         headers: { "content-type": "application/json" },
-        body: envelope(allergy()),
+        body: envelope(allergyMessage()),
         signal: AbortSignal.timeout(400),
       }),
     ).catch(() => "gave up");
@@ -371,7 +358,7 @@ describe("a session's rules", () => {
       body: JSON.stringify({ role: "sender" }),
     });
     const { id } = (await started.json()) as SessionReport;
-    await post(app.app, allergy());
+    await post(app.app, allergyMessage());
     const session = app.conformance.get("default", id);
     for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
       await new Promise((resolve) => setTimeout(resolve, 20));

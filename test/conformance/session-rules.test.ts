@@ -2,11 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import type { AllergyIntolerance } from "fhir/r4.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { createApp } from "../../src/app.js";
 import type { SessionReport } from "../../src/conformance/session-report.js";
-import { messageBundle, post } from "../support/messages.js";
+import { allergyMessage, post } from "../support/messages.js";
 
 /**
  * A sender session's one-time rule is the session's, not the workspace's: it never reaches the state file (not its
@@ -21,18 +20,6 @@ afterAll(() => {
   app.close();
   rmSync(dir, { recursive: true, force: true });
 });
-
-const allergy = () =>
-  messageBundle("add-allergy", [
-    {
-      resourceType: "AllergyIntolerance",
-      clinicalStatus: {
-        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
-      },
-      code: { text: "sesame" },
-      patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
-    } as AllergyIntolerance,
-  ]);
 
 /** The kinds of rows the state file holds for the default workspace, with how many of each. */
 function heldKinds(): Record<string, number> {
@@ -60,7 +47,7 @@ describe("a session's rule and the workspace's state", () => {
       body: JSON.stringify({ role: "sender", operations: ["add-allergy"] }),
     });
     const { id } = (await started.json()) as SessionReport;
-    expect((await post(app.app, allergy())).status).toBe(200);
+    expect((await post(app.app, allergyMessage())).status).toBe(200);
     const session = app.conformance.get("default", id);
     // Bounded: the first test passes on that message, and the second one's rule is in force at once after it.
     for (let i = 0; i < 100 && session?.report().tests[1]?.steps[0]?.status !== "running"; i++) {
@@ -77,7 +64,7 @@ describe("a session's rule and the workspace's state", () => {
     expect((await app.app.request("/__admin/scenarios", { method: "DELETE" })).status).toBe(200);
     expect(await runtimeSources()).toHaveLength(1);
 
-    expect((await post(app.app, allergy())).status).toBe(503);
+    expect((await post(app.app, allergyMessage())).status).toBe(503);
     const held = heldKinds();
     expect(held.scenario ?? 0).toBe(0);
     expect(held.hits ?? 0).toBe(0);

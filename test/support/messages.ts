@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { Bundle, BundleEntry, MessageHeader, Resource } from "fhir/r4.js";
+import type { AllergyIntolerance, Bundle, BundleEntry, MessageHeader, Resource } from "fhir/r4.js";
 import type { Hono } from "hono";
 
 export const STANDARD = "/uae-fhir/r4/$process-message";
@@ -58,6 +58,20 @@ export function messageBundle(event: string, resources: Resource[], options: Mes
     timestamp: new Date().toISOString(),
     entry: [{ fullUrl: `urn:uuid:${header.id}`, resource: header }, ...entries],
   };
+}
+
+/** A valid add-allergy message (a fresh MessageHeader id each call) for a fixed test patient: traffic that is accepted. */
+export function allergyMessage(text = "sesame"): Bundle {
+  return messageBundle("add-allergy", [
+    {
+      resourceType: "AllergyIntolerance",
+      clinicalStatus: {
+        coding: [{ system: "http://terminology.hl7.org/CodeSystem/allergyintolerance-clinical", code: "active" }],
+      },
+      code: { text },
+      patient: { identifier: { system: "urn:ae:emirates-id", value: "784-1987-7777777-6" } },
+    } as AllergyIntolerance,
+  ]);
 }
 
 /** The documented envelope: {"content": "<bundle JSON>"}. */

@@ -152,7 +152,7 @@ function StartSession() {
           </>
         )}
         <label>
-          Time scale (every wait of the plan multiplied by it)
+          Time scale (every wait of the plan and an order's deadline multiplied by it)
           <input name="timeScale" inputmode="decimal" placeholder="1" />
         </label>
         <button type="submit" disabled={busy}>
