@@ -55,3 +55,76 @@ describe("the journal's index of RESTful fullUrls", () => {
     expect(index.size).toEqual({ resources: 0, calls: 0 });
   });
 });
+
+describe("the index when one resource is carried by many calls (a patient named by every answer)", () => {
+  const body = JSON.stringify(bundle);
+  const filled = (n: number) => {
+    const index = new ResourceIndex();
+    const calls = Array.from({ length: n }, (_, i) => call(String(i + 1)));
+    for (const c of calls) index.add(c, body);
+    return { index, calls };
+  };
+
+  it("drops calls oldest first, as the journal does, and still lists the rest newest first", () => {
+    const { index, calls } = filled(1000);
+    for (const c of calls.slice(0, 990)) index.remove(c);
+    expect(ids(index, "Patient", "p.1")).toEqual([
+      "1000",
+      "999",
+      "998",
+      "997",
+      "996",
+      "995",
+      "994",
+      "993",
+      "992",
+      "991",
+    ]);
+    expect(index.size).toEqual({ resources: 2, calls: 10 });
+    // More calls after the drops, then one taken out of the middle.
+    for (const id of ["1001", "1002"]) index.add(call(id), body);
+    index.remove(calls[994] as CallRecord);
+    expect(ids(index, "OperationOutcome", "oo-1")).toEqual([
+      "1002",
+      "1001",
+      "1000",
+      "999",
+      "998",
+      "997",
+      "996",
+      "994",
+      "993",
+      "992",
+      "991",
+    ]);
+    for (const c of calls.slice(990)) index.remove(c);
+    expect(ids(index, "Patient", "p.1")).toEqual(["1002", "1001"]);
+  });
+
+  it("keeps a single carrier without a queue once the others are dropped, and forgets the key with the last", () => {
+    const { index, calls } = filled(40);
+    for (const c of calls.slice(0, 39)) index.remove(c);
+    expect(ids(index, "Patient", "p.1")).toEqual(["40"]);
+    index.remove(calls[39] as CallRecord);
+    expect(ids(index, "Patient", "p.1")).toEqual([]);
+    expect(index.size).toEqual({ resources: 0, calls: 0 });
+  });
+
+  it("does not shift every later call when the oldest goes (10,000 drops, a few compactions)", () => {
+    const { index, calls } = filled(10_000);
+    const splice = Array.prototype.splice;
+    let moved = 0;
+    // Counts the slots each splice shifts: removing the oldest by splice(0, 1) would shift ~10,000 per drop.
+    Array.prototype.splice = function (this: unknown[], start: number, ...rest: unknown[]) {
+      moved += Math.max(0, this.length - start);
+      return (splice as (...a: unknown[]) => unknown[]).call(this, start, ...rest);
+    } as typeof splice;
+    try {
+      for (const c of calls.slice(0, 9_999)) index.remove(c);
+    } finally {
+      Array.prototype.splice = splice;
+    }
+    expect(ids(index, "Patient", "p.1")).toEqual(["10000"]);
+    expect(moved).toBeLessThan(2 * 2 * 10_000);
+  });
+});
