@@ -19,6 +19,8 @@ export interface CallState {
   responseJson: boolean;
   /** bodyText and responseText as the duplicate memory kept them: the journal shares them. */
   kept: KeptBodies | undefined;
+  /** responseText as UTF-8, when the edge encoded it to write it: the journal counts and packs these bytes. */
+  responseBytes: Buffer | undefined;
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
@@ -55,6 +57,7 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     requestJson: false,
     responseJson: false,
     kept: undefined,
+    responseBytes: undefined,
     operation: null,
     messageId: null,
     duplicate: false,

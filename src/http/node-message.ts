@@ -76,7 +76,15 @@ function firstHeader(raw: readonly string[], lower: string): string | undefined 
 /** An answer as the edge finished it, ready to be written and recorded. */
 type Outgoing =
   /** An answer fhirAnswer built: its headers are known as plain objects. */
-  | { kind: "fhir"; status: number; text: string; headers: AnswerHeaders; dribble?: Dribble | undefined }
+  | {
+      kind: "fhir";
+      status: number;
+      text: string;
+      headers: AnswerHeaders;
+      dribble?: Dribble | undefined;
+      /** The text as UTF-8, encoded once for the socket, the Content-Length and the journal. */
+      bytes?: Buffer | undefined;
+    }
   /**
    * An answer Hono's recorder, CORS and answerHeaders finish on a web `Headers` (a fault's, or one whose rule
    * headers fhirAnswer left alone); `headers` undefined when `Headers` refused them.
@@ -169,6 +177,12 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
       // RST instead of FIN for a reset: the client sees ECONNRESET, as with a crashed peer.
       if (out.fault === "connection-reset") socket.resetAndDestroy();
       else socket.destroy();
+    }
+    if (out.kind === "fhir" && !out.dribble && out.text === call.responseText) {
+      // Encoded once: a string answer is measured for Content-Length, joined to the head and encoded for the
+      // socket, then measured and encoded again by the journal.
+      out.bytes = Buffer.from(out.text, "utf8");
+      call.responseBytes = out.bytes;
     }
     const durationMs = Math.round((recorder.monotonic() - started) * 1000) / 1000;
     const request = { method: "POST", url: `${target.origin}${target.url}`, path: target.url };
@@ -288,20 +302,28 @@ function write(
       return;
     }
     if (out.kind === "fhir" && grant === undefined) {
-      writePlain(outgoing, out.status, out.headers.sent, out.text);
+      writePlain(outgoing, out.status, out.headers.sent, out.bytes ?? out.text);
       return;
     }
     const headers = out.kind === "fhir" ? new Headers(out.headers.sent) : (out.headers as Headers);
     if (grant) corsAnswer(headers, grant.origin);
     if (out.kind === "web") putAnswerHeaders(headers);
-    writeHeaders(outgoing, out.status, headers, out.kind === "fhir" ? out.text : out.body);
+    writeHeaders(outgoing, out.status, headers, out.kind === "fhir" ? (out.bytes ?? out.text) : out.body);
   } catch (error) {
     failedWrite(outgoing, out.status, error as Error);
   }
 }
 
-/** A plain header record and a text body: Node adds Content-Length itself where the adapter lets it. */
-function writePlain(outgoing: ServerResponse, status: number, headers: Record<string, string>, text: string): void {
+/**
+ * A plain header record and a body (text, or its UTF-8): Node adds Content-Length itself where the adapter lets it.
+ * Given to end() with the head, either goes out in one write (end corks the socket).
+ */
+function writePlain(
+  outgoing: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  text: string | Buffer,
+): void {
   let implicitLength = outgoing.useChunkedEncodingByDefault && status >= 200 && status !== 204 && status !== 304;
   let hasLength = false;
   for (const name in headers) {
@@ -310,7 +332,7 @@ function writePlain(outgoing: ServerResponse, status: number, headers: Record<st
     else if (lower === "transfer-encoding" || lower === "trailer") implicitLength = false;
   }
   if (hasLength || !implicitLength) {
-    outgoing.writeHead(status, hasLength ? headers : { ...headers, "Content-Length": Buffer.byteLength(text) });
+    outgoing.writeHead(status, hasLength ? headers : { ...headers, "Content-Length": byteLength(text) });
     outgoing.end(text);
     return;
   }
@@ -345,7 +367,7 @@ function writeDribbled(
 }
 
 /** A web `Headers` as the adapter writes it: entries in name order (Set-Cookie last), then Content-Length. */
-function writeHeaders(outgoing: ServerResponse, status: number, headers: Headers, body: string | null): void {
+function writeHeaders(outgoing: ServerResponse, status: number, headers: Headers, body: string | Buffer | null): void {
   const out: Record<string, string | string[] | number> = {};
   const cookies: string[] = [];
   for (const [name, value] of headers) {
@@ -353,11 +375,13 @@ function writeHeaders(outgoing: ServerResponse, status: number, headers: Headers
     else out[name] = value;
   }
   if (cookies.length > 0) out["set-cookie"] = cookies;
-  if (body !== null && !headers.has("content-length")) out["Content-Length"] = Buffer.byteLength(body);
+  if (body !== null && !headers.has("content-length")) out["Content-Length"] = byteLength(body);
   outgoing.writeHead(status, out);
   if (body === null) outgoing.end();
   else outgoing.end(body);
 }
+
+const byteLength = (body: string | Buffer) => (typeof body === "string" ? Buffer.byteLength(body) : body.length);
 
 /**
  * The adapter's answer when Node refuses to write an answer's headers: logged, 500 in plain text, connection closed.

@@ -135,8 +135,12 @@ export function callDraft(
       body: call.bodyText,
     },
     response: answered,
-    // The texts the duplicate memory kept, for the journal to share (not recorded).
-    ...(call.kept ? { kept: call.kept } : {}),
+    // The texts the duplicate memory kept, for the journal to share, and the answer's bytes (not recorded).
+    ...(call.responseBytes
+      ? { kept: { ...call.kept, responseBytes: call.responseBytes } }
+      : call.kept
+        ? { kept: call.kept }
+        : {}),
   };
 }
 
@@ -171,8 +175,9 @@ export function unsavedCall(call: CallState): boolean {
   call.rule = null;
   call.trace = undefined;
   call.responseCode = null;
-  // The texts the duplicate memory kept went with the workspace's step back to the file.
+  // The texts the duplicate memory kept went with the workspace's step back to the file; the 503 has other bytes.
   call.kept = undefined;
+  call.responseBytes = undefined;
   // Not accepted after all: its asynchronous answer is not sent (ResponseDelivery.withdrawn).
   call.asyncAnswer = undefined;
   if (unanswered(call.fault)) return false;

@@ -8,6 +8,11 @@ import type { KeptText } from "../text/packed-texts.js";
 export interface KeptBodies {
   request?: KeptText;
   response?: KeptText;
+  /**
+   * The response's `body` as UTF-8, as the edge wrote it to the socket: the journal counts these bytes and packs
+   * them instead of encoding the text again.
+   */
+  responseBytes?: Buffer;
 }
 
 /** Where an asynchronous call's response message goes (`to`), and when: after `delayMs`, or never (`dropped`). */

@@ -57,9 +57,23 @@ export class RecordedResponse extends RecordedSide {
   }
 }
 
-/** A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. */
-function keptBody(sent: string, redacted: string, shared: KeptText | undefined, texts: PackedTexts): KeptText {
-  return shared !== undefined && redacted === sent && shared.length === sent.length ? shared : texts.keep(redacted);
+/**
+ * A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. `bytes`:
+ * the sent text's UTF-8, made already, for the packing.
+ */
+function keptBody(
+  sent: string,
+  redacted: string,
+  shared: KeptText | undefined,
+  texts: PackedTexts,
+  bytes?: Buffer,
+): KeptText {
+  const same = redacted === sent;
+  if (shared !== undefined && same && shared.length === sent.length) {
+    if (bytes !== undefined) shared.withBytes(bytes);
+    return shared;
+  }
+  return texts.keep(redacted, same ? bytes : undefined);
 }
 
 /**
@@ -96,11 +110,12 @@ export function keptCall(
         continue;
       }
       const redacted = redactBodyText(response.body);
-      size += Buffer.byteLength(redacted);
+      const sent = redacted === response.body ? draft.kept?.responseBytes : undefined;
+      size += sent === undefined ? Buffer.byteLength(redacted) : sent.length;
       out[key] = new RecordedResponse(
         response.status,
         redaction.headers(response.headers),
-        keptBody(response.body, redacted, draft.kept?.response, texts),
+        keptBody(response.body, redacted, draft.kept?.response, texts, sent),
       );
     } else if (key === "upstream") out[key] = draft.upstream === undefined ? undefined : redactUrl(draft.upstream);
     else if (key !== "secretHeaders" && key !== "kept") out[key] = draft[key as keyof CallDraft];
