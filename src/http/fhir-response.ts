@@ -81,20 +81,37 @@ function withCallHeaders(
   rule: string | null,
 ): Record<string, string> | undefined {
   const merged: Record<string, string> = {};
-  for (const [name, raw] of Object.entries(headers)) {
-    const value = httpTrim(raw);
+  // Names in code-unit order as they come (Array#sort's order), by insertion: an answer has a few.
+  const keys: string[] = [];
+  /** `join`: a name given twice keeps both values, as `Headers.append`; else the value replaces, as `set`. */
+  const put = (key: string, value: string, join: boolean) => {
+    const before = merged[key];
+    if (before !== undefined) {
+      merged[key] = join ? `${before}, ${value}` : value;
+      return;
+    }
+    merged[key] = value;
+    let at = keys.length;
+    keys.push(key);
+    while (at > 0 && (keys[at - 1] as string) > key) {
+      keys[at] = keys[at - 1] as string;
+      at--;
+    }
+    keys[at] = key;
+  };
+  for (const name in headers) {
+    const value = httpTrim(headers[name] as string);
     if (!HEADER_NAME.test(name) || BAD_VALUE.test(value)) return undefined;
-    const key = name.toLowerCase();
-    merged[key] = merged[key] === undefined ? value : `${merged[key]}, ${value}`;
+    put(name.toLowerCase(), value, true);
   }
-  merged["x-sandbox-call-id"] = callId;
+  put("x-sandbox-call-id", callId, false);
   if (rule) {
     const value = httpTrim(rule);
     if (BAD_VALUE.test(value)) return undefined;
-    merged["x-sandbox-rule"] = value;
+    put("x-sandbox-rule", value, false);
   }
   const sorted: Record<string, string> = {};
-  for (const key of Object.keys(merged).sort()) sorted[key] = merged[key] as string;
+  for (const key of keys) sorted[key] = merged[key] as string;
   return sorted;
 }
 

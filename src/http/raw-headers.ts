@@ -1,5 +1,7 @@
 // A request's headers without a framework: what both the Hono edge and a plain Node handler read them with.
 
+import { headerRecord } from "../journal/redact.js";
+
 /**
  * A request's headers as the sandbox reads them: a web `Headers` (in-process), or the lighter view of a Node
  * request's raw header list. Both answer `get` and iterate alike: names lower-cased in name order, a repeated
@@ -53,11 +55,44 @@ export class RawHeaders implements RequestHeaders {
 
   *[Symbol.iterator](): Iterator<[string, string]> {
     const merged = this.#map();
-    for (const key of [...merged.keys()].sort()) {
+    for (const key of sortedKeys(merged)) {
       if (key === "set-cookie") for (const cookie of this.#cookies) yield [key, cookie];
       else yield [key, merged.get(key) as string];
     }
   }
+
+  /** What headerRecord makes of these headers (the last Set-Cookie kept), without a pair built for each. */
+  record(): Record<string, string> {
+    const merged = this.#map();
+    const out: Record<string, string> = {};
+    for (const key of sortedKeys(merged)) {
+      out[key] = key === "set-cookie" ? (this.#cookies.at(-1) as string) : (merged.get(key) as string);
+    }
+    return out;
+  }
+}
+
+/**
+ * A map's keys in code-unit order, as `Array#sort` puts them: sorted by insertion, as a request has a handful of
+ * headers and `sort` allocates a work area each time.
+ */
+function sortedKeys(map: ReadonlyMap<string, unknown>): string[] {
+  const keys: string[] = [];
+  for (const key of map.keys()) {
+    let at = keys.length;
+    keys.push(key);
+    while (at > 0 && (keys[at - 1] as string) > key) {
+      keys[at] = keys[at - 1] as string;
+      at--;
+    }
+    keys[at] = key;
+  }
+  return keys;
+}
+
+/** A request's headers as the journal records them (headerRecord's record). */
+export function requestHeaderRecord(headers: RequestHeaders): Record<string, string> {
+  return headers instanceof RawHeaders ? headers.record() : headerRecord(headers);
 }
 
 /** One header of a Node request's raw list, repeated ones joined as `Headers` joins them; undefined when absent. */

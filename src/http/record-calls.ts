@@ -9,6 +9,7 @@ import { requestUrl } from "./call-context.js";
 import { type CallState, newCallState } from "./call-state.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { outcomeResponse } from "./fhir-response.js";
+import { requestHeaderRecord } from "./raw-headers.js";
 import { requestHeaders } from "./request-headers.js";
 
 export interface RecorderDeps {
@@ -112,7 +113,8 @@ export function callDraft(
     const { status, headers } = response();
     answered = { status, headers, body: call.responseText };
   }
-  return {
+  // Members set one by one, in the record's order: a spread of `cond ? {…} : {}` allocates an object either way.
+  const draft: CallDraft = {
     id: call.id,
     direction: "inbound",
     at: call.at,
@@ -120,28 +122,29 @@ export function callDraft(
     operation: call.operation,
     messageId: call.messageId,
     rule: call.rule,
-    ...(call.duplicate ? { duplicate: true } : {}),
-    ...(call.upstream ? { upstream: call.upstream } : {}),
-    ...(call.asyncAnswer ? { asyncAnswer: call.asyncAnswer } : {}),
-    ...(call.trace ? { trace: call.trace } : {}),
-    ...(call.responseCode !== undefined ? { responseCode: call.responseCode } : {}),
-    ...(fault ? { fault, ...(silent ? { error: `scripted fault: ${fault}` } : {}) } : {}),
-    ...(call.requestJson && call.responseJson && !silent ? { jsonBodies: true as const } : {}),
-    request: {
-      method: request.method,
-      url: request.url,
-      path: request.path,
-      headers: headerRecord(call.headers),
-      body: call.bodyText,
-    },
-    response: answered,
-    // The texts the duplicate memory kept, for the journal to share, and the answer's bytes (not recorded).
-    ...(call.responseBytes
-      ? { kept: { ...call.kept, responseBytes: call.responseBytes } }
-      : call.kept
-        ? { kept: call.kept }
-        : {}),
+  } as CallDraft;
+  if (call.duplicate) draft.duplicate = true;
+  if (call.upstream) draft.upstream = call.upstream;
+  if (call.asyncAnswer) draft.asyncAnswer = call.asyncAnswer;
+  if (call.trace) draft.trace = call.trace;
+  if (call.responseCode !== undefined) draft.responseCode = call.responseCode;
+  if (fault) {
+    draft.fault = fault;
+    if (silent) draft.error = `scripted fault: ${fault}`;
+  }
+  if (call.requestJson && call.responseJson && !silent) draft.jsonBodies = true;
+  draft.request = {
+    method: request.method,
+    url: request.url,
+    path: request.path,
+    headers: requestHeaderRecord(call.headers),
+    body: call.bodyText,
   };
+  draft.response = answered;
+  // The texts the duplicate memory kept, for the journal to share, and the answer's bytes (not recorded).
+  if (call.responseBytes) draft.kept = { ...call.kept, responseBytes: call.responseBytes };
+  else if (call.kept) draft.kept = call.kept;
+  return draft;
 }
 
 /** Who a call belongs to, as the workspace choice left it. */

@@ -1,27 +1,5 @@
 import type { CallRecord } from "./call-record.js";
-
-/**
- * The value of each `fullUrl` member in a body, as written: the message Bundle itself, or one carried as the JSON
- * string of the `{"content": …}` envelope (its quotes escaped). A value with an escape in it is cut there: ids and
- * type names have none, so the URL of a resource is never cut.
- */
-const FULL_URL = /fullUrl\\?"\s*:\s*\\?"([^"\\]*)/g;
-
-/** A RESTful fullUrl's last two segments, `…/{type}/{id}`, as the read routes accept them (R4 id: 1–64 characters). */
-const REST_TAIL = /\/([A-Z][A-Za-z]{1,63})\/([A-Za-z0-9\-.]{1,64})$/;
-
-/**
- * `type/id` as a 30-bit number (FNV-1a, kept small enough to be stored unboxed). Two resources may share one: a
- * lookup checks each call's entries anyway, so a shared number costs a body parsed, never a wrong answer; and the
- * index keeps no string (a capture is a slice of the body, which would keep the whole body alive unpacked).
- */
-function keyOf(type: string, id: string): number {
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < type.length; i++) hash = Math.imul(hash ^ type.charCodeAt(i), 0x01000193);
-  hash = Math.imul(hash ^ 0x2f, 0x01000193);
-  for (let i = 0; i < id.length; i++) hash = Math.imul(hash ^ id.charCodeAt(i), 0x01000193);
-  return hash & 0x3fffffff;
-}
+import { keyOf, restKeysOf } from "./rest-keys.js";
 
 /**
  * The calls under one key, oldest first, from `head` on. The journal drops its oldest call first, so a removal is
@@ -58,6 +36,9 @@ class Queue {
 /** Most resources are carried by one call, kept without a queue. */
 type Carriers = CallRecord | Queue;
 
+/** The keys a body names, before the repeats are taken out: one array for the process (add is synchronous). */
+const scratchKeys: number[] = [];
+
 /**
  * Which of a journal's calls carried a resource under a RESTful fullUrl (`…/{type}/{id}`): a read of a resource the
  * workspace no longer holds (an OperationOutcome it sent, a resource it echoed, an order's once the order is gone)
@@ -80,11 +61,11 @@ export class ResourceIndex {
   /** Indexes the RESTful fullUrls of `body`, the text of the call's answer (an inbound call) or push (an outbound one). */
   add(call: CallRecord, body: string | undefined): void {
     if (!body?.includes("fullUrl")) return;
+    const named = scratchKeys;
+    named.length = 0;
+    restKeysOf(body, named);
     const keys: number[] = [];
-    for (const match of body.matchAll(FULL_URL)) {
-      const tail = REST_TAIL.exec(match[1] as string);
-      if (!tail) continue;
-      const key = keyOf(tail[1] as string, tail[2] as string);
+    for (const key of named) {
       const carriers = this.#carriers.get(key);
       if (carriers === undefined) this.#carriers.set(key, call);
       // A body that names a resource twice is one call under its key (the call being added is the newest: last).
