@@ -58,44 +58,59 @@ function element(index: number, value: unknown): string {
 
 /**
  * One member of an object, as JSON.stringify writes it in the object (a `toJSON` called with its key, a member
- * whose value has no JSON left out); returns whether the object still has no member written.
+ * whose value has no JSON left out); returns whether the object still has no member written. A value with no
+ * `toJSON` of its own is written alone (the key makes no difference to it), without an object to hold it.
  */
 function member(text: Text, key: string, value: unknown, first: boolean): boolean {
-  let written: string;
-  if (typeof value === "string") written = `${JSON.stringify(key)}:${JSON.stringify(value)}`;
-  else {
-    written = JSON.stringify({ [key]: value }).slice(1, -1);
-    if (written === "") return first;
+  const type = typeof value;
+  if (type === "string" || type === "number" || type === "boolean" || value === null || plain(value)) {
+    if (!first) text.raw(",");
+    text.raw(JSON.stringify(key));
+    text.raw(":");
+    text.raw(JSON.stringify(value));
+    return false;
   }
-  text.raw(first ? written : `,${written}`);
+  const written = JSON.stringify({ [key]: value }).slice(1, -1);
+  if (written === "") return first;
+  if (!first) text.raw(",");
+  text.raw(written);
   return false;
 }
 
 /**
- * The answer's text: raw JSON (to be escaped) and kept texts (escaped already) in turn; the raw runs are escaped
- * as a whole, the kept texts not scanned again.
+ * The answer's text: raw JSON (to be escaped) and kept texts (escaped already) in turn. Each raw piece is looked at
+ * as it comes (they are flat strings), and a run is escaped only if one of its pieces needs it: a search of the joined
+ * run would copy it into one string first, only for the answer to be copied whole again.
  */
 class Text {
   #done = "";
   #raw = "";
+  #escape = false;
 
   raw(json: string): void {
     this.#raw += json;
+    if (!this.#escape && needsEscape(json)) this.#escape = true;
   }
 
   kept(escaped: string): void {
-    this.#done += escaped_(this.#raw) + escaped;
-    this.#raw = "";
+    this.#done += this.#run() + escaped;
   }
 
   done(): string {
-    return this.#done + escaped_(this.#raw);
+    return this.#done + this.#run();
+  }
+
+  #run(): string {
+    const run = this.#escape ? escapeJsonText(this.#raw) : this.#raw;
+    this.#raw = "";
+    this.#escape = false;
+    return run;
   }
 }
 
-/** escapeJsonText, for the short runs between kept texts: most hold none of the three characters, told by indexOf. */
-function escaped_(json: string): string {
-  return json.indexOf("<") < 0 && json.indexOf(">") < 0 && json.indexOf("&") < 0 ? json : escapeJsonText(json);
+/** Whether escapeJsonText would change a text: most pieces hold none of the three characters, told by indexOf. */
+function needsEscape(json: string): boolean {
+  return json.indexOf("<") >= 0 || json.indexOf(">") >= 0 || json.indexOf("&") >= 0;
 }
 
 /** A plain object or array without `toJSON`: its members are written as JSON.stringify would. */

@@ -47,11 +47,15 @@ export const ok = (resources: Resource[], focus?: Resource[]): HandlerResult =>
  *   return withPatients([storedAllergy], [patientId], store);
  */
 export function withPatients(records: Resource[], patientIds: readonly string[], store: SandboxStore): HandlerResult {
-  const patients = [...new Set(patientIds)].flatMap((id) => {
+  // Loops, not a Set and spreads: one message names one patient, nearly always.
+  const resources = records.slice();
+  for (let i = 0; i < patientIds.length; i++) {
+    const id = patientIds[i] as string;
+    if (patientIds.indexOf(id) !== i) continue;
     const patient = store.patient(id);
-    return patient ? [patient] : [];
-  });
-  return { kind: "ok", resources: [...records, ...patients], focus: records };
+    if (patient) resources.push(patient);
+  }
+  return { kind: "ok", resources, focus: records };
 }
 
 export const refuse = (...issues: Issue[]): HandlerResult => ({ kind: "refused", issues });

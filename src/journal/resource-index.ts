@@ -74,7 +74,7 @@ export class ResourceIndex {
       else this.#carriers.set(key, new Queue([carriers, call]));
       keys.push(key);
     }
-    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys.slice());
+    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys);
   }
 
   /** Forgets a call the journal dropped: its oldest, so first under each of its keys. */

@@ -68,30 +68,32 @@ export function routeMessage(message: Message, catalogue: Catalogue, path: strin
 function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]; issues: Issue[] } {
   const { types, required, compiled } = operation.focus;
   const issues: Issue[] = [];
-  const expected = types.join(" or ");
   // Without MessageHeader.focus, fall back to the Bundle's resources of the expected types.
   const declared = Array.isArray(message.header.focus) && message.header.focus.length > 0;
-  const focus = declared
-    ? message.focus
-    : message.entries.filter((e) => e.index > 0 && types.includes(e.resource.resourceType));
+  let focus = message.focus;
+  if (!declared) {
+    focus = [];
+    for (const e of message.entries) if (e.index > 0 && types.includes(e.resource.resourceType)) focus.push(e);
+  }
 
-  focus.forEach((entry, i) => {
-    if (!types.includes(entry.resource.resourceType)) {
+  let ofTypes = 0;
+  for (let i = 0; i < focus.length; i++) {
+    const entry = focus[i] as EntryRef;
+    if (types.includes(entry.resource.resourceType)) ofTypes++;
+    else
       issues.push(
         issue(
           "invalid",
-          `${operation.id} expects focus of type ${expected}; MessageHeader.focus[${i}] points at a ${entry.resource.resourceType} (${entry.path}).`,
+          `${operation.id} expects focus of type ${types.join(" or ")}; MessageHeader.focus[${i}] points at a ${entry.resource.resourceType} (${entry.path}).`,
           `${HEADER}.focus[${i}]`,
         ),
       );
-    }
-  });
-  const present = new Set(focus.map((e) => e.resource.resourceType));
+  }
   const missing = required
-    ? required.filter((t) => !present.has(t))
-    : types.some((t) => present.has(t))
+    ? required.filter((t) => !holdsType(focus, t))
+    : types.some((t) => holdsType(focus, t))
       ? []
-      : [expected];
+      : [types.join(" or ")];
   for (const type of missing) {
     // A focus that failed to resolve has already been reported.
     if (declared && focus.length < (message.header.focus?.length ?? 0)) break;
@@ -109,7 +111,17 @@ function checkFocus(operation: Operation, message: Message): { focus: EntryRef[]
         issues.push(issue(check.code, check.says, nearestPresent(entry, check.element)));
     }
   }
-  return { focus: focus.filter((e) => types.includes(e.resource.resourceType)), issues };
+  // A fresh array either way: the handler's focus is its own.
+  return {
+    focus: ofTypes === focus.length ? focus.slice() : focus.filter((e) => types.includes(e.resource.resourceType)),
+    issues,
+  };
+}
+
+/** Whether a focus entry is a `type` (a message has one or two: a loop, not a Set). */
+function holdsType(focus: readonly EntryRef[], type: string): boolean {
+  for (const e of focus) if (e.resource.resourceType === type) return true;
+  return false;
 }
 
 /**

@@ -15,7 +15,8 @@ export const identifierKey = (system: string | undefined, value: string) => `${s
 
 /** The keys a patient can be found by: `system|value` per identifier with a value, then its id. */
 export function keysOfPatient(patient: Partial<Patient>): string[] {
-  const keys = (patient.identifier ?? []).flatMap((i) => (i.value ? [identifierKey(i.system, i.value)] : []));
+  const keys: string[] = [];
+  for (const i of patient.identifier ?? []) if (i.value) keys.push(identifierKey(i.system, i.value));
   if (typeof patient.id === "string") keys.push(patient.id);
   return keys;
 }
@@ -24,7 +25,7 @@ export function identityOfPatient(patient: Partial<Patient>): PatientIdentity {
   const keys = keysOfPatient(patient);
   const given: Partial<Patient> = {};
   for (const field of ["identifier", "name", "gender", "birthDate", "telecom", "address"] as const) {
-    if (patient[field] !== undefined) Object.assign(given, { [field]: patient[field] });
+    if (patient[field] !== undefined) (given as Record<string, unknown>)[field] = patient[field];
   }
   return { keys, given };
 }

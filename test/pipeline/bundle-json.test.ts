@@ -80,6 +80,8 @@ describe("bundleJson writes the text around the stored resources' own", () => {
     const entries: unknown[] = [
       { fullUrl: "urn:uuid:<1>", resource: stored, skipped: undefined, fn: () => 1, after: { div: "<p>" } },
       { resource: stored, at: new Date(0), ["__proto__"]: { odd: true } },
+      // toJSON is given its member's key, and a member whose toJSON gives nothing is left out.
+      { resource: stored, keyed: { toJSON: (key: string) => `key ${key}` }, gone: { toJSON: () => undefined } },
       { toJSON: (key: string) => ({ key }), resource: stored },
       undefined,
       null,
