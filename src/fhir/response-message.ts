@@ -169,29 +169,41 @@ function assemble(
   details?: OperationOutcome,
   included: readonly BundleEntry[] = [],
 ): Bundle {
+  // The MessageHeader's entry goes first; its id is drawn after the resources' fullUrls, as it always was.
+  const entry: BundleEntry[] = [{}];
   // A resource without an id (an echoed read, say) still needs a fullUrl for focus to point at.
-  const entries: BundleEntry[] = resources.map((resource) => ({
-    fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`,
-    resource,
-  }));
-  for (const { fullUrl, resource } of included) {
-    if (resource) entries.push({ fullUrl: fullUrl ?? fullUrlFor(resource, fhirBase), resource });
+  for (const resource of resources) {
+    entry.push({ fullUrl: resource.id ? fullUrlFor(resource, fhirBase) : `urn:uuid:${deps.newId()}`, resource });
   }
-  const urlOf = new Map(entries.map((e) => [e.resource, e.fullUrl as string]));
+  for (const { fullUrl, resource } of included) {
+    if (resource) entry.push({ fullUrl: fullUrl ?? fullUrlFor(resource, fhirBase), resource });
+  }
   const messageHeader: MessageHeader = { resourceType: "MessageHeader", id: deps.newId(), ...header } as MessageHeader;
-  if (details && messageHeader.response) messageHeader.response.details = { reference: urlOf.get(details) as string };
-  const focusRefs = focus.flatMap((r) => {
-    const url = urlOf.get(r);
-    return url ? [{ reference: url }] : [];
-  });
-  if (focusRefs.length > 0) messageHeader.focus = focusRefs;
+  if (details && messageHeader.response)
+    messageHeader.response.details = { reference: urlOf(entry, details) as string };
+  // Loops over the few entries, not a Map and flatMap: a message has a handful.
+  let focusRefs: Reference[] | undefined;
+  for (const r of focus) {
+    const url = urlOf(entry, r);
+    if (!url) continue;
+    focusRefs ??= [];
+    focusRefs.push({ reference: url });
+  }
+  if (focusRefs) messageHeader.focus = focusRefs;
+  entry[0] = { fullUrl: `urn:uuid:${messageHeader.id}`, resource: messageHeader };
   return {
     resourceType: "Bundle",
     id: deps.newId(),
     type: "message",
     timestamp: deps.now().toISOString(),
-    entry: [{ fullUrl: `urn:uuid:${messageHeader.id}`, resource: messageHeader }, ...entries],
+    entry,
   };
+}
+
+/** The fullUrl of the last entry (the MessageHeader's aside) that holds `resource`, as a Map of them would give. */
+function urlOf(entries: readonly BundleEntry[], resource: Resource): string | undefined {
+  for (let i = entries.length - 1; i >= 1; i--) if (entries[i]?.resource === resource) return entries[i]?.fullUrl;
+  return undefined;
 }
 
 function eventOf(request: Correlation["request"]): { eventCoding: Coding } | { eventUri: string } {
