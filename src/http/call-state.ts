@@ -21,6 +21,8 @@ export interface CallState {
   kept: KeptBodies | undefined;
   /** responseText as UTF-8, when the edge encoded it to write it: the journal counts and packs these bytes. */
   responseBytes: Buffer | undefined;
+  /** bodyText as UTF-8, as read from the socket (exactly its UTF-8): the journal counts and packs these bytes. */
+  requestBytes: Buffer | undefined;
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
@@ -58,6 +60,7 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     responseJson: false,
     kept: undefined,
     responseBytes: undefined,
+    requestBytes: undefined,
     operation: null,
     messageId: null,
     duplicate: false,

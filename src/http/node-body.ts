@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BodyRead } from "./read-body.js";
 
@@ -36,7 +37,14 @@ export function readIncoming(
     };
     const onEnd = () => {
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      finish({ ok: true, text: bytes.toString("utf8") });
+      const text = bytes.toString("utf8");
+      // Kept for the journal only when decoding changed nothing; a copy, as one chunk is a view into the socket's
+      // read buffer, which it would keep alive.
+      finish(
+        isUtf8(bytes)
+          ? { ok: true, text, bytes: chunks.length === 1 ? Buffer.from(bytes) : bytes }
+          : { ok: true, text },
+      );
     };
     // The adapter's messages: the stream's error, else its own for a connection closed before the end.
     const onError = (error: Error) => {

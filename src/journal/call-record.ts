@@ -13,6 +13,8 @@ export interface KeptBodies {
    * them instead of encoding the text again.
    */
   responseBytes?: Buffer;
+  /** The request's `body` as UTF-8, as read from the socket. */
+  requestBytes?: Buffer;
 }
 
 /** Where an asynchronous call's response message goes (`to`), and when: after `delayMs`, or never (`dropped`). */

@@ -95,13 +95,14 @@ export function keptCall(
     if (key === "request") {
       const { method, url, path, headers, body } = draft.request;
       const redacted = redactBodyText(body);
-      size += Buffer.byteLength(redacted);
+      const read = redacted === body ? draft.kept?.requestBytes : undefined;
+      size += read === undefined ? Buffer.byteLength(redacted) : read.length;
       out[key] = new RecordedRequest(
         method,
         redactUrl(url),
         redactUrl(path),
         redaction.headers(headers, draft.secretHeaders),
-        keptBody(body, redacted, draft.kept?.request, texts),
+        keptBody(body, redacted, draft.kept?.request, texts, read),
       );
     } else if (key === "response") {
       const response = draft.response;

@@ -33,9 +33,12 @@ const INFLATED_BLOCKS = 2;
 
 /** One block of texts: gathered as strings, then packed into one deflated buffer. */
 class Block {
-  /** The texts while the block is open or waiting to be packed; undefined once packed. */
-  texts: string[] | undefined = [];
-  /** The UTF-8 of some of those texts, made already by whoever kept them (KeptText.withBytes): copied, not encoded. */
+  /**
+   * The texts while the block is open or waiting to be packed (undefined once packed); a text handed over as UTF-8
+   * (KeptText.withBytes) is kept as those bytes only.
+   */
+  texts: (string | undefined)[] | undefined = [];
+  /** The UTF-8 of some of those texts, made already by whoever kept them: packed as they are, not encoded again. */
   bytes: (Buffer | undefined)[] | undefined;
   /** Where each text ends in the block: characters while gathering (for `length`)… */
   readonly ends: number[] = [];
@@ -70,7 +73,7 @@ export class KeptText {
   get text(): string {
     const { block, index } = this;
     if (typeof block === "string") return block;
-    if (block.texts) return block.texts[index] as string;
+    if (block.texts) return block.texts[index] ?? ((block.bytes as Buffer[])[index] as Buffer).toString("utf8");
     const ends = block.byteEnds as number[];
     return inflatedBytes(block).toString("utf8", ends[index - 1] ?? 0, ends[index]);
   }
@@ -88,15 +91,18 @@ export class KeptText {
   }
 
   /**
-   * Hands over the text's UTF-8, made already (the edge encodes an answer once to write it): packing then copies
-   * these bytes instead of encoding the text a second time. `bytes` must be exactly the text's UTF-8. Nothing is
-   * kept once the block is packed, nor for a text kept as it is.
+   * Hands over the text's UTF-8, made already (the edge reads a request and encodes an answer once to write it):
+   * until its block is packed the text is kept as these bytes instead of a string, and packing copies them instead
+   * of encoding the text again. Off V8's heap, bytes are not copied by each young-generation collection as a
+   * string is (a two-byte answer twice its length). `bytes` must be exactly the text's UTF-8. Nothing changes once
+   * the block is packed, nor for a text kept as it is.
    */
   withBytes(bytes: Buffer): void {
     const { block, index } = this;
     if (typeof block === "string" || !block.texts) return;
     block.bytes ??= [];
     block.bytes[index] = bytes;
+    block.texts[index] = undefined;
   }
 
   /** The text's length in characters, without unpacking it. */
@@ -183,7 +189,7 @@ export class PackedTexts {
   };
 
   #pack(block: Block): void {
-    const texts = block.texts as string[];
+    const texts = block.texts as (string | undefined)[];
     const room = block.chars * MAX_UTF8_PER_CHAR;
     const into = room <= scratch.length ? scratch : Buffer.allocUnsafe(room);
     const byteEnds: number[] = [];
