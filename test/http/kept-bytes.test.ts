@@ -8,7 +8,7 @@ import { allergyMessage, envelope, STANDARD } from "../support/messages.js";
 // them instead of the texts until they are packed. What the journal gives back must be the texts all the same: a
 // request of valid UTF-8 exactly, one with bytes UTF-8 cannot decode as Node decodes them (U+FFFD), Arabic exactly.
 
-const open: Array<() => Promise<void> | void> = [];
+const open: Array<() => unknown> = [];
 afterAll(async () => {
   for (const close of open.reverse()) await close();
 });
