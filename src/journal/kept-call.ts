@@ -25,6 +25,11 @@ abstract class RecordedSide {
   }
 }
 
+/** A side's body length in characters, without reading a kept body's text (it may be kept as bytes, or packed). */
+export function bodyLength(side: { body: string }): number {
+  return side instanceof RecordedSide ? side.keptBody.length : side.body.length;
+}
+
 /** The request of a recorded call. */
 export class RecordedRequest extends RecordedSide {
   constructor(

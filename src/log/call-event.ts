@@ -1,4 +1,5 @@
 import type { CallRecord } from "../journal/call-record.js";
+import { bodyLength } from "../journal/kept-call.js";
 import { DEFAULT_WORKSPACE } from "../workspace/workspace-name.js";
 
 /**
@@ -54,15 +55,16 @@ const ISSUE_LENGTH = 240;
  */
 export function callEvent(call: CallRecord): CallEvent {
   const status = call.response?.status ?? null;
-  const body = call.response?.body ?? "";
+  // The body's length without its text: a journal body kept as bytes would be decoded only to be measured.
+  const length = call.response ? bodyLength(call.response) : 0;
   const responseCode =
-    body === ""
+    length === 0
       ? null
       : call.responseCode !== undefined
         ? call.responseCode
-        : (RESPONSE_CODE.exec(body.slice(0, HEADER_WINDOW))?.[1] ?? null);
+        : (RESPONSE_CODE.exec((call.response?.body ?? "").slice(0, HEADER_WINDOW))?.[1] ?? null);
   const refused = status !== null && (status >= 400 || (responseCode !== null && responseCode !== "ok"));
-  const issue = refused && body.length <= ISSUE_BODY_LIMIT ? firstIssue(body) : undefined;
+  const issue = refused && length <= ISSUE_BODY_LIMIT ? firstIssue(call.response?.body ?? "") : undefined;
   // One literal with every member, in the order of the JSON line: members left undefined are not written.
   return {
     event: "call",

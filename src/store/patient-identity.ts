@@ -15,8 +15,7 @@ export const identifierKey = (system: string | undefined, value: string) => `${s
 
 /** The keys a patient can be found by: `system|value` per identifier with a value, then its id. */
 export function keysOfPatient(patient: Partial<Patient>): string[] {
-  const keys: string[] = [];
-  for (const i of patient.identifier ?? []) if (i.value) keys.push(identifierKey(i.system, i.value));
+  const keys = (patient.identifier ?? []).flatMap((i) => (i.value ? [identifierKey(i.system, i.value)] : []));
   if (typeof patient.id === "string") keys.push(patient.id);
   return keys;
 }
