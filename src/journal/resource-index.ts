@@ -38,6 +38,8 @@ type Carriers = CallRecord | Queue;
 
 /** The keys a body names, before the repeats are taken out: one array for the process (add is synchronous). */
 const scratchKeys: number[] = [];
+/** The keys a call is kept under, before they are copied for it. */
+const scratchKept: number[] = [];
 
 /**
  * Which of a journal's calls carried a resource under a RESTful fullUrl (`…/{type}/{id}`): a read of a resource the
@@ -64,7 +66,8 @@ export class ResourceIndex {
     const named = scratchKeys;
     named.length = 0;
     restKeysOf(body, named);
-    const keys: number[] = [];
+    const keys = scratchKept;
+    keys.length = 0;
     for (const key of named) {
       const carriers = this.#carriers.get(key);
       if (carriers === undefined) this.#carriers.set(key, call);
@@ -74,7 +77,8 @@ export class ResourceIndex {
       else this.#carriers.set(key, new Queue([carriers, call]));
       keys.push(key);
     }
-    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys);
+    // A copy of exactly its length: an array grown by push keeps spare slots (17 for 2 keys), per call kept.
+    if (keys.length > 0) this.#keysOf.set(call, keys.length === 1 ? (keys[0] as number) : keys.slice());
   }
 
   /** Forgets a call the journal dropped: its oldest, so first under each of its keys. */
