@@ -6,7 +6,7 @@ import { ANSWER_HEADERS } from "./answer-headers.js";
 import type { CallState } from "./call-state.js";
 import { type Dribble, dribbleStream } from "./dribble.js";
 import type { EdgeEnv } from "./edge-env.js";
-import { httpTrim } from "./raw-headers.js";
+import { httpTrim, insertInOrder } from "./raw-headers.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 /** The `{"content": "<Bundle JSON>"}` envelope is JSON that holds FHIR, not a FHIR resource: plain JSON. */
@@ -81,7 +81,7 @@ function withCallHeaders(
   rule: string | null,
 ): Record<string, string> | undefined {
   const merged: Record<string, string> = {};
-  // Names in code-unit order as they come (Array#sort's order), by insertion: an answer has a few.
+  // Names in code-unit order as they come (Array#sort's order).
   const keys: string[] = [];
   /** `join`: a name given twice keeps both values, as `Headers.append`; else the value replaces, as `set`. */
   const put = (key: string, value: string, join: boolean) => {
@@ -91,13 +91,7 @@ function withCallHeaders(
       return;
     }
     merged[key] = value;
-    let at = keys.length;
-    keys.push(key);
-    while (at > 0 && (keys[at - 1] as string) > key) {
-      keys[at] = keys[at - 1] as string;
-      at--;
-    }
-    keys[at] = key;
+    insertInOrder(keys, key);
   };
   for (const name in headers) {
     const value = httpTrim(headers[name] as string);

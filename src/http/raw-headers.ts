@@ -73,20 +73,23 @@ export class RawHeaders implements RequestHeaders {
 }
 
 /**
- * A map's keys in code-unit order, as `Array#sort` puts them: sorted by insertion, as a request has a handful of
- * headers and `sort` allocates a work area each time.
+ * Puts `key` into `keys`, kept in code-unit order (Array#sort's): a few header names are sorted by insertion, as
+ * `sort` allocates a work area each time.
  */
+export function insertInOrder(keys: string[], key: string): void {
+  let at = keys.length;
+  keys.push(key);
+  while (at > 0 && (keys[at - 1] as string) > key) {
+    keys[at] = keys[at - 1] as string;
+    at--;
+  }
+  keys[at] = key;
+}
+
+/** A map's keys in code-unit order. */
 function sortedKeys(map: ReadonlyMap<string, unknown>): string[] {
   const keys: string[] = [];
-  for (const key of map.keys()) {
-    let at = keys.length;
-    keys.push(key);
-    while (at > 0 && (keys[at - 1] as string) > key) {
-      keys[at] = keys[at - 1] as string;
-      at--;
-    }
-    keys[at] = key;
-  }
+  for (const key of map.keys()) insertInOrder(keys, key);
   return keys;
 }
 
