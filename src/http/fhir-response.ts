@@ -85,7 +85,8 @@ function withCallHeaders(
   const keys: string[] = [];
   /** `join`: a name given twice keeps both values, as `Headers.append`; else the value replaces, as `set`. */
   const put = (key: string, value: string, join: boolean) => {
-    const before = merged[key];
+    // Own members only: `constructor` is a header name like any other (Object's would be read as a first value).
+    const before = Object.hasOwn(merged, key) ? merged[key] : undefined;
     if (before !== undefined) {
       merged[key] = join ? `${before}, ${value}` : value;
       return;

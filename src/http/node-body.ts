@@ -38,13 +38,8 @@ export function readIncoming(
     const onEnd = () => {
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       const text = bytes.toString("utf8");
-      // Kept for the journal only when decoding changed nothing; a copy, as one chunk is a view into the socket's
-      // read buffer, which it would keep alive.
-      finish(
-        isUtf8(bytes)
-          ? { ok: true, text, bytes: chunks.length === 1 ? Buffer.from(bytes) : bytes }
-          : { ok: true, text },
-      );
+      // Handed to the journal only when decoding changed nothing (it keeps them in memory of their own).
+      finish(isUtf8(bytes) ? { ok: true, text, bytes } : { ok: true, text });
     };
     // The adapter's messages: the stream's error, else its own for a connection closed before the end.
     const onError = (error: Error) => {

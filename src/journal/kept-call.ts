@@ -64,7 +64,9 @@ export class RecordedResponse extends RecordedSide {
 
 /**
  * A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. `bytes`:
- * the sent text's UTF-8, made already, for the packing.
+ * the sent text's UTF-8, made already, for the packing. `shared` is this very call's text (the edge hands over the
+ * duplicate memory's texts of the message it answered, and only them): its length is checked, not its characters,
+ * and the bytes then stand for it in the duplicate memory too.
  */
 function keptBody(
   sent: string,

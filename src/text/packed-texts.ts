@@ -61,6 +61,17 @@ function inflatedBytes(block: Block): Buffer {
 }
 
 /**
+ * `bytes` in memory of their own: a small Buffer is a view into one of Node's shared pool blocks (64 KiB on Node 24),
+ * and a text of a workspace's open block that sits unpacked for hours would keep that whole block alive.
+ */
+function ownBytes(bytes: Buffer): Buffer {
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
+  const own = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(own);
+  return own;
+}
+
+/**
  * A text kept by PackedTexts. `text` gives it back, unpacking its block when
  * it is packed; `toJSON` makes it serialize as the text it stands for.
  */
@@ -101,7 +112,7 @@ export class KeptText {
     const { block, index } = this;
     if (typeof block === "string" || !block.texts) return;
     block.bytes ??= [];
-    block.bytes[index] = bytes;
+    block.bytes[index] = ownBytes(bytes);
     block.texts[index] = undefined;
   }
 

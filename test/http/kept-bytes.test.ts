@@ -13,8 +13,10 @@ afterAll(async () => {
   for (const close of open.reverse()) await close();
 });
 
-async function served(): Promise<{ app: SandboxApp; server: RunningServer }> {
-  const app = createApp({ watch: false });
+async function served(
+  options: { responseEnvelope?: boolean } = {},
+): Promise<{ app: SandboxApp; server: RunningServer }> {
+  const app = createApp({ watch: false, ...options });
   const server = await startServer(app, { port: 0, host: "127.0.0.1" });
   open.push(
     () => server.close(),
@@ -81,5 +83,28 @@ describe("the journal keeps what crossed the wire, given as bytes by the fast pa
     expect(app.journal.list().length).toBe(sent.length);
     expect(app.journal.packedBytes).toBeGreaterThan(0);
     check();
+  });
+
+  it("a message sent again is answered and journaled as the first was, before and after its block is packed", async () => {
+    const { app, server } = await served();
+    const body = Buffer.from(envelope(allergyMessage("سمسم — sesame")), "utf8");
+    const first = await post(server.url, body);
+    expect(first.status).toBe(200);
+    const again = await post(server.url, body); // the duplicate memory's answer, its text kept as bytes
+    expect(again.body.toString("utf8")).toBe(first.body.toString("utf8"));
+    for (let i = 0; i < 300; i++) await post(server.url, Buffer.from(envelope(allergyMessage(`filler ${i}`)), "utf8"));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(app.journal.packedBytes).toBeGreaterThan(0);
+    const late = await post(server.url, body); // from the packed block now
+    expect(late.body.toString("utf8")).toBe(first.body.toString("utf8"));
+    const calls = app.journal.list().filter((c) => c.request.body === body.toString("utf8"));
+    expect(calls.map((c) => c.response?.body)).toEqual([first, again, late].map((a) => a.body.toString("utf8")));
+  });
+
+  it("--response-envelope: the journal keeps the enveloped answer that was sent", async () => {
+    const { app, server } = await served({ responseEnvelope: true });
+    const answer = await post(server.url, Buffer.from(envelope(allergyMessage("sesame")), "utf8"));
+    expect(JSON.parse(answer.body.toString("utf8"))).toHaveProperty("content");
+    expect(app.journal.list().at(-1)?.response?.body).toBe(answer.body.toString("utf8"));
   });
 });

@@ -228,6 +228,11 @@ describe("a full disk over real HTTP (the CLI's own message path)", { timeout: 6
     // The 503 is in the journal (in memory: the file had no room for it either).
     const calls = await allCalls(first.url, "operation=add-allergy");
     expect(calls.at(-1)).toMatchObject({ id: refused.headers.get("x-sandbox-call-id"), status: 503 });
+    // Its record holds the 503 as sent, not the answer the message had before its write failed.
+    const record = (await (
+      await fetch(`${first.url}/__admin/calls/${refused.headers.get("x-sandbox-call-id")}`)
+    ).json()) as { response: { body: unknown } };
+    expect(record.response.body).toEqual(outcome);
     first.child.process.kill("SIGTERM");
     expect((await first.child.waitForExit()).code).toBe(0);
 

@@ -131,6 +131,19 @@ describe("packed texts", () => {
     expect(probe.text).toBe("b".repeat(400));
   });
 
+  it("keeps handed-over bytes in memory of their own: a pooled Buffer reused later does not change the text", async () => {
+    const packed = new PackedTexts(2_000);
+    const text = "محمد عبدالله".repeat(20);
+    const pooled = Buffer.from(text); // a view into Node's shared pool, as Buffer.from makes small ones
+    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
+    const kept = packed.keep(text, pooled);
+    pooled.fill(0x41); // the pool's memory handed to someone else
+    expect(kept.text).toBe(text);
+    for (const t of texts(6)) packed.keep(t);
+    await afterThisTurn();
+    expect(kept.packedBytes?.equals(Buffer.from(text))).toBe(true);
+  });
+
   it("keeps a text with a lone surrogate as it is (UTF-8 could not carry it)", () => {
     const packed = new PackedTexts(100);
     const lone = `${"a".repeat(200)}\ud800${"b".repeat(200)}`;
