@@ -19,10 +19,8 @@ export interface CallState {
   responseJson: boolean;
   /** bodyText and responseText as the duplicate memory kept them: the journal shares them. */
   kept: KeptBodies | undefined;
-  /** responseText as UTF-8, when the edge encoded it to write it: the journal counts and packs these bytes. */
+  /** responseText as UTF-8, when the edge encoded it to write it: the journal measures the call by these bytes. */
   responseBytes: Buffer | undefined;
-  /** bodyText as UTF-8, as read from the socket (exactly its UTF-8): the journal counts and packs these bytes. */
-  requestBytes: Buffer | undefined;
   operation: string | null;
   messageId: string | null;
   duplicate: boolean;
@@ -60,7 +58,6 @@ export function newCallState(id: string, at: Date, headers: RequestHeaders): Cal
     responseJson: false,
     kept: undefined,
     responseBytes: undefined,
-    requestBytes: undefined,
     operation: null,
     messageId: null,
     duplicate: false,

@@ -1,4 +1,3 @@
-import { isUtf8 } from "node:buffer";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { BodyRead } from "./read-body.js";
 
@@ -37,9 +36,7 @@ export function readIncoming(
     };
     const onEnd = () => {
       const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
-      const text = bytes.toString("utf8");
-      // Handed to the journal only when decoding changed nothing (it keeps them in memory of their own).
-      finish(isUtf8(bytes) ? { ok: true, text, bytes } : { ok: true, text });
+      finish({ ok: true, text: bytes.toString("utf8") });
     };
     // The adapter's messages: the stream's error, else its own for a connection closed before the end.
     const onError = (error: Error) => {

@@ -146,7 +146,6 @@ export function nodeMessages(parts: NodeMessageParts): NodeMessages {
         owner.workspace = decision.workspace;
         const read = await readIncoming(incoming, parts.maxBody, call.headers.get("content-length"));
         bodyRead = read.ok;
-        if (read.ok) call.requestBytes = read.bytes;
         if (!read.ok) {
           const refused = bodyRefusal(read);
           out = outcome(call, refused.status, refused.issues);

@@ -1,6 +1,5 @@
 export type BodyRead =
-  /** `bytes`: the body as read, when it is exactly the UTF-8 of `text` (the journal packs them instead of encoding it). */
-  | { ok: true; text: string; bytes?: Buffer }
+  | { ok: true; text: string }
   | { ok: false; tooLarge: true; limit: number }
   /** The body did not arrive in full: the client went away, or the server's request timeout ended it. */
   | { ok: false; tooLarge: false; error: string };

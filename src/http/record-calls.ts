@@ -142,9 +142,8 @@ export function callDraft(
   };
   draft.response = answered;
   // The texts the duplicate memory kept, for the journal to share, and the answer's bytes (not recorded).
-  if (call.responseBytes || call.requestBytes) {
-    draft.kept = { ...call.kept, responseBytes: call.responseBytes, requestBytes: call.requestBytes };
-  } else if (call.kept) draft.kept = call.kept;
+  if (call.responseBytes) draft.kept = { ...call.kept, responseBytes: call.responseBytes };
+  else if (call.kept) draft.kept = call.kept;
   return draft;
 }
 

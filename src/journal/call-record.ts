@@ -8,13 +8,8 @@ import type { KeptText } from "../text/packed-texts.js";
 export interface KeptBodies {
   request?: KeptText;
   response?: KeptText;
-  /**
-   * The response's `body` as UTF-8, as the edge wrote it to the socket: the journal counts these bytes and packs
-   * them instead of encoding the text again.
-   */
+  /** The response's `body` as UTF-8, as the edge wrote it to the socket: the journal measures the call by them. */
   responseBytes?: Buffer;
-  /** The request's `body` as UTF-8, as read from the socket. */
-  requestBytes?: Buffer;
 }
 
 /** Where an asynchronous call's response message goes (`to`), and when: after `delayMs`, or never (`dropped`). */

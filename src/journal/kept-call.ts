@@ -25,7 +25,7 @@ abstract class RecordedSide {
   }
 }
 
-/** A side's body length in characters, without reading a kept body's text (it may be kept as bytes, or packed). */
+/** A side's body length in characters, without reading a kept body's text (a packed one would be inflated). */
 export function bodyLength(side: { body: string }): number {
   return side instanceof RecordedSide ? side.keptBody.length : side.body.length;
 }
@@ -62,25 +62,9 @@ export class RecordedResponse extends RecordedSide {
   }
 }
 
-/**
- * A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. `bytes`:
- * the sent text's UTF-8, made already, for the packing. `shared` is this very call's text (the edge hands over the
- * duplicate memory's texts of the message it answered, and only them): its length is checked, not its characters,
- * and the bytes then stand for it in the duplicate memory too.
- */
-function keptBody(
-  sent: string,
-  redacted: string,
-  shared: KeptText | undefined,
-  texts: PackedTexts,
-  bytes?: Buffer,
-): KeptText {
-  const same = redacted === sent;
-  if (shared !== undefined && same && shared.length === sent.length) {
-    if (bytes !== undefined) shared.withBytes(bytes);
-    return shared;
-  }
-  return texts.keep(redacted, same ? bytes : undefined);
+/** A body as the record keeps it: the text the duplicate memory kept already, when redaction left it as it is. */
+function keptBody(sent: string, redacted: string, shared: KeptText | undefined, texts: PackedTexts): KeptText {
+  return shared !== undefined && redacted === sent && shared.length === sent.length ? shared : texts.keep(redacted);
 }
 
 /**
@@ -102,14 +86,13 @@ export function keptCall(
     if (key === "request") {
       const { method, url, path, headers, body } = draft.request;
       const redacted = redactBodyText(body);
-      const read = redacted === body ? draft.kept?.requestBytes : undefined;
-      size += read === undefined ? Buffer.byteLength(redacted) : read.length;
+      size += Buffer.byteLength(redacted);
       out[key] = new RecordedRequest(
         method,
         redactUrl(url),
         redactUrl(path),
         redaction.headers(headers, draft.secretHeaders),
-        keptBody(body, redacted, draft.kept?.request, texts, read),
+        keptBody(body, redacted, draft.kept?.request, texts),
       );
     } else if (key === "response") {
       const response = draft.response;
@@ -118,12 +101,13 @@ export function keptCall(
         continue;
       }
       const redacted = redactBodyText(response.body);
+      // Measured by the bytes the edge wrote, when it wrote this very text.
       const sent = redacted === response.body ? draft.kept?.responseBytes : undefined;
       size += sent === undefined ? Buffer.byteLength(redacted) : sent.length;
       out[key] = new RecordedResponse(
         response.status,
         redaction.headers(response.headers),
-        keptBody(response.body, redacted, draft.kept?.response, texts, sent),
+        keptBody(response.body, redacted, draft.kept?.response, texts),
       );
     } else if (key === "upstream") out[key] = draft.upstream === undefined ? undefined : redactUrl(draft.upstream);
     else if (key !== "secretHeaders" && key !== "kept") out[key] = draft[key as keyof CallDraft];

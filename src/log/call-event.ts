@@ -55,7 +55,7 @@ const ISSUE_LENGTH = 240;
  */
 export function callEvent(call: CallRecord): CallEvent {
   const status = call.response?.status ?? null;
-  // The body's length without its text: a journal body kept as bytes would be decoded only to be measured.
+  // The body's length without its text: a packed journal body would be inflated only to be measured.
   const length = call.response ? bodyLength(call.response) : 0;
   const responseCode =
     length === 0

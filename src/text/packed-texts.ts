@@ -33,13 +33,8 @@ const INFLATED_BLOCKS = 2;
 
 /** One block of texts: gathered as strings, then packed into one deflated buffer. */
 class Block {
-  /**
-   * The texts while the block is open or waiting to be packed (undefined once packed); a text handed over as UTF-8
-   * (KeptText.withBytes) is kept as those bytes only.
-   */
-  texts: (string | undefined)[] | undefined = [];
-  /** The UTF-8 of some of those texts, made already by whoever kept them: packed as they are, not encoded again. */
-  bytes: (Buffer | undefined)[] | undefined;
+  /** The texts while the block is open or waiting to be packed; undefined once packed. */
+  texts: string[] | undefined = [];
   /** Where each text ends in the block: characters while gathering (for `length`)… */
   readonly ends: number[] = [];
   /** …and UTF-8 bytes once packed. */
@@ -61,17 +56,6 @@ function inflatedBytes(block: Block): Buffer {
 }
 
 /**
- * `bytes` in memory of their own: a small Buffer is a view into one of Node's shared pool blocks (64 KiB on Node 24),
- * and a text of a workspace's open block that sits unpacked for hours would keep that whole block alive.
- */
-function ownBytes(bytes: Buffer): Buffer {
-  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
-  const own = Buffer.allocUnsafeSlow(bytes.length);
-  bytes.copy(own);
-  return own;
-}
-
-/**
  * A text kept by PackedTexts. `text` gives it back, unpacking its block when
  * it is packed; `toJSON` makes it serialize as the text it stands for.
  */
@@ -84,7 +68,7 @@ export class KeptText {
   get text(): string {
     const { block, index } = this;
     if (typeof block === "string") return block;
-    if (block.texts) return block.texts[index] ?? ((block.bytes as Buffer[])[index] as Buffer).toString("utf8");
+    if (block.texts) return block.texts[index] as string;
     const ends = block.byteEnds as number[];
     return inflatedBytes(block).toString("utf8", ends[index - 1] ?? 0, ends[index]);
   }
@@ -99,21 +83,6 @@ export class KeptText {
     if (typeof block === "string" || block.texts) return undefined;
     const ends = block.byteEnds as number[];
     return inflatedBytes(block).subarray(ends[index - 1] ?? 0, ends[index]);
-  }
-
-  /**
-   * Hands over the text's UTF-8, made already (the edge reads a request and encodes an answer once to write it):
-   * until its block is packed the text is kept as these bytes instead of a string, and packing copies them instead
-   * of encoding the text again. Off V8's heap, bytes are not copied by each young-generation collection as a
-   * string is (a two-byte answer twice its length). `bytes` must be exactly the text's UTF-8. Nothing changes once
-   * the block is packed, nor for a text kept as it is.
-   */
-  withBytes(bytes: Buffer): void {
-    const { block, index } = this;
-    if (typeof block === "string" || !block.texts) return;
-    block.bytes ??= [];
-    block.bytes[index] = ownBytes(bytes);
-    block.texts[index] = undefined;
   }
 
   /** The text's length in characters, without unpacking it. */
@@ -160,8 +129,7 @@ export class PackedTexts {
 
   constructor(private readonly blockChars = BLOCK_CHARS) {}
 
-  /** Keeps `text`; `bytes`, when given, are its UTF-8 made already (KeptText.withBytes). */
-  keep(text: string, bytes?: Buffer): KeptText {
+  keep(text: string): KeptText {
     // A text UTF-8 cannot carry (a lone surrogate) would not come back the same: kept as it is.
     if (text.length <= KEPT_PLAIN || !text.isWellFormed()) return KeptText.plain(text);
     // No search for the same text kept a moment ago: who keeps a text twice hands the KeptText on (KeptBodies).
@@ -175,9 +143,7 @@ export class PackedTexts {
     into.push(text);
     block.chars += text.length;
     block.ends.push(block.chars);
-    const kept = new KeptText(block, into.length - 1);
-    if (bytes !== undefined) kept.withBytes(bytes);
-    return kept;
+    return new KeptText(block, into.length - 1);
   }
 
   /** Deflated bytes of the blocks packed so far (freed blocks included): for the benchmark's figures and tests. */
@@ -200,15 +166,13 @@ export class PackedTexts {
   };
 
   #pack(block: Block): void {
-    const texts = block.texts as (string | undefined)[];
+    const texts = block.texts as string[];
     const room = block.chars * MAX_UTF8_PER_CHAR;
     const into = room <= scratch.length ? scratch : Buffer.allocUnsafe(room);
     const byteEnds: number[] = [];
-    const made = block.bytes;
     let bytes = 0;
-    for (let i = 0; i < texts.length; i++) {
-      const utf8 = made?.[i];
-      bytes += utf8 === undefined ? into.write(texts[i] as string, bytes, "utf8") : utf8.copy(into, bytes);
+    for (const text of texts) {
+      bytes += into.write(text, bytes, "utf8");
       byteEnds.push(bytes);
     }
     // Level 1: nine tenths of the best packing of these texts at a third of the default level's cost.
@@ -216,7 +180,6 @@ export class PackedTexts {
     block.byteEnds = byteEnds;
     this.#packedBytes += block.packed.length;
     block.texts = undefined;
-    block.bytes = undefined;
   }
 
   /**

@@ -108,42 +108,6 @@ describe("packed texts", () => {
     expect(KeptText.plain("short").packedBytes).toBeUndefined();
   });
 
-  it("packs the UTF-8 a keeper made already (an answer encoded for the socket) instead of encoding the text again", async () => {
-    const packed = new PackedTexts(1_000);
-    const originals = [...texts(6), "محمد عبدالله".repeat(30), ...texts(6)];
-    const kept = originals.map((t, i) => {
-      if (i % 3 === 0) return packed.keep(t, Buffer.from(t));
-      const k = packed.keep(t);
-      if (i % 3 === 1) k.withBytes(Buffer.from(t)); // handed over later, as the journal does for a shared text
-      return k;
-    });
-    await afterThisTurn();
-    expect(kept.filter((k) => k.packedBytes).length).toBeGreaterThan(6);
-    expect(kept.map((k) => k.text)).toEqual(originals);
-
-    // The bytes are what is packed: given other bytes of the same length, those come back (never done for real).
-    const other = new PackedTexts(1_000);
-    const text = "a".repeat(400);
-    const probe = other.keep(text, Buffer.from("b".repeat(400)));
-    for (const t of texts(6)) other.keep(t);
-    await afterThisTurn();
-    expect(probe.packedBytes).toBeDefined();
-    expect(probe.text).toBe("b".repeat(400));
-  });
-
-  it("keeps handed-over bytes in memory of their own: a pooled Buffer reused later does not change the text", async () => {
-    const packed = new PackedTexts(2_000);
-    const text = "محمد عبدالله".repeat(20);
-    const pooled = Buffer.from(text); // a view into Node's shared pool, as Buffer.from makes small ones
-    expect(pooled.buffer.byteLength).toBeGreaterThan(pooled.length);
-    const kept = packed.keep(text, pooled);
-    pooled.fill(0x41); // the pool's memory handed to someone else
-    expect(kept.text).toBe(text);
-    for (const t of texts(6)) packed.keep(t);
-    await afterThisTurn();
-    expect(kept.packedBytes?.equals(Buffer.from(text))).toBe(true);
-  });
-
   it("keeps a text with a lone surrogate as it is (UTF-8 could not carry it)", () => {
     const packed = new PackedTexts(100);
     const lone = `${"a".repeat(200)}\ud800${"b".repeat(200)}`;

@@ -4,9 +4,10 @@ import { createApp, type SandboxApp } from "../../src/app.js";
 import { type RunningServer, startServer } from "../../src/server/start-server.js";
 import { allergyMessage, envelope, STANDARD } from "../support/messages.js";
 
-// The fast path hands the journal a request's bytes as read and an answer's bytes as written, and the journal keeps
-// them instead of the texts until they are packed. What the journal gives back must be the texts all the same: a
-// request of valid UTF-8 exactly, one with bytes UTF-8 cannot decode as Node decodes them (U+FFFD), Arabic exactly.
+// The fast path encodes an answer once and hands the journal those bytes to measure the call by. What the journal
+// gives back, and the size it counts, must be those of the texts all the same: a request of valid UTF-8 exactly, one
+// with bytes UTF-8 cannot decode as Node decodes them (U+FFFD), Arabic exactly, before and after packing; a
+// duplicate's answer from the duplicate memory; an enveloped answer.
 
 const open: Array<() => unknown> = [];
 afterAll(async () => {
@@ -40,7 +41,7 @@ function post(url: string, body: Buffer): Promise<{ status: number; body: Buffer
   });
 }
 
-describe("the journal keeps what crossed the wire, given as bytes by the fast path", { timeout: 30_000 }, () => {
+describe("the journal keeps what crossed the wire on the fast path", { timeout: 30_000 }, () => {
   it("gives back each request and answer as sent, before and after their block is packed", async () => {
     const { app, server } = await served();
     // Each message its own (a fresh MessageHeader id): a resent one would be answered from the duplicate memory.
