@@ -12,11 +12,12 @@ import type { EdgeEnv } from "../http/edge-env.js";
 import { jsonResponse, outcomeOnly } from "../http/fhir-response.js";
 import { type BodyRead, incompleteBody, readBody } from "../http/read-body.js";
 import { fromThisMachine, remoteAddress } from "../http/remote-address.js";
+import { withReusableBody } from "../http/reusable-body.js";
 import { issuesOfCall } from "../journal/call-issues.js";
 import { callSearch } from "../journal/call-search.js";
 import { callSummary } from "../journal/call-summary.js";
 import { callView } from "../journal/call-view.js";
-import { type CallText, callsStream, ndjsonStream } from "../journal/calls-stream.js";
+import { type CallsListing, type CallText, jsonListing, ndjsonListing } from "../journal/calls-stream.js";
 import { explainCall } from "../journal/explain-call.js";
 import type { Journal } from "../journal/journal.js";
 import type { JournalFileStatus } from "../journal/journal-file.js";
@@ -148,6 +149,10 @@ const callQuery = z
     format: z.enum(["json", "ndjson"]).optional(),
   })
   .strict();
+
+/** A listing of calls as a 200 answer: a web stream, that a Node server may write with buffers it reuses. */
+const listingAnswer = (c: Context<EdgeEnv>, listing: CallsListing, headers: Record<string, string>): Response =>
+  withReusableBody(c.body(listing.stream(), 200, headers), listing);
 
 /** One line whatever the call holds (a rule name, an error with U+2028): summaries are NDJSON lines too. */
 const summaryJson: CallText = (call) => oneLineJson(jsonText(callSummary(call)));
@@ -306,19 +311,17 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
     const where = callSearch({ status, code, patient, text: q });
     const page = c.get("workspace").journal.page({ ...pageQuery, ...(where ? { where } : {}) });
     const next = page.next === null ? null : String(page.next);
-    // Whole calls go in as callJson writes them, their packed bodies as bytes (callsStream).
+    // Whole calls go in as callJson writes them, their packed bodies as bytes (CallsListing).
     const serialize = view === "summary" ? summaryJson : undefined;
     if (format === "ndjson") {
-      return c.body(ndjsonStream(page.calls, serialize), 200, {
+      return listingAnswer(c, ndjsonListing(page.calls, serialize), {
         "content-type": "application/x-ndjson; charset=utf-8",
         ...(next === null ? {} : { "x-sandbox-next-cursor": next }),
       });
     }
     // The same JSON as c.json would make, streamed, with bodies spliced in as serialized (callJson).
     const close = `],"next":${jsonText(next)}}`;
-    return c.body(callsStream(page.calls, { open: '{"calls":[', separator: ",", close }, serialize), 200, {
-      "content-type": "application/json",
-    });
+    return listingAnswer(c, jsonListing(page.calls, close, serialize), { "content-type": "application/json" });
   });
 
   // Server-sent events for the dashboard: the workspace's calls and orders, and scenario reloads, as they happen.
@@ -348,7 +351,7 @@ export function adminRoutes(deps: AdminDeps): Hono<EdgeEnv> {
       });
     }
     if (format !== "ndjson") return problem(400, `Unknown export format ${format}: use ndjson (default) or scenario.`);
-    return c.body(ndjsonStream(one ? [one] : journal.list()), 200, {
+    return listingAnswer(c, ndjsonListing(one ? [one] : journal.list()), {
       "content-type": "application/x-ndjson; charset=utf-8",
     });
   });

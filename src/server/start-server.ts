@@ -1,15 +1,18 @@
-import { createServer, type Server, type ServerOptions, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerOptions, ServerResponse } from "node:http";
 import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 import type { TLSSocket } from "node:tls";
 import { getRequestListener } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import type { SandboxApp } from "../app.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
+import { takeReusableBody } from "../http/reusable-body.js";
 import type { SandboxLogger } from "../log/logger.js";
 import { counted } from "../text/plural.js";
 import { type ClientRefusal, certificateRefusal, NO_CERTIFICATE, PLAIN_HTTP } from "../tls/client-refusal.js";
 import { refusalLog } from "../tls/refusal-log.js";
 import type { TlsListen } from "../tls/server-tls.js";
+import { writeReusable } from "./write-reusable.js";
 
 export interface ListenOptions {
   port: number;
@@ -46,6 +49,17 @@ export interface RunningServer {
   close(graceMs?: number): Promise<{ cutOff: number }>;
 }
 
+/**
+ * An answer with a reusable body (a listing of calls) written on the socket by writeReusable, which the adapter is
+ * told it need not write; any other answer as it is.
+ */
+function reusing(answer: Response, outgoing: ServerResponse): Response {
+  const body = takeReusableBody(answer);
+  if (!body) return answer;
+  writeReusable(outgoing, answer.status, answer.headers, body);
+  return RESPONSE_ALREADY_SENT;
+}
+
 /** Sustained drops are logged at most this often. */
 const DROP_LOG_INTERVAL_MS = 10_000;
 
@@ -57,7 +71,12 @@ export async function startServer(sandbox: SandboxApp, listen: ListenOptions): P
   const limits: ServerLimits = { ...DEFAULT_SERVER_LIMITS, ...listen.limits };
   // Messages take the sandbox's edge on node:http itself (sandbox.node); the rest goes to the Hono app through the
   // Node adapter.
-  const adapter = getRequestListener(sandbox.app.fetch);
+  const adapter = getRequestListener((request, env) => {
+    const answer = sandbox.app.fetch(request, env);
+    const { outgoing } = env;
+    if (!(outgoing instanceof ServerResponse)) return answer;
+    return answer instanceof Promise ? answer.then((a) => reusing(a, outgoing)) : reusing(answer, outgoing);
+  });
   const messages = sandbox.node;
   const options: ServerOptions = {
     headersTimeout: limits.headersTimeoutMs,

@@ -106,6 +106,14 @@ describe("GET /__admin/calls, the whole journal", () => {
       await send(JSON.stringify({ content: "{}" }));
       await send(allergy(n++, "broken"), { "x-case": "broken" });
       await send(allergy(n++, "reset"), { "x-case": "reset" });
+      // What a line must change outside the bodies, in calls whose bodies go in as they are: a header, a query, a
+      // MessageHeader id (refused, and recorded as sent), one character a call.
+      await send(allergy(n++, "header"), { "x-note": "<a & b>" });
+      await send(allergy(n++, "query"), {}, `${STANDARD}?note=<1>&x=2`);
+      for (const odd of ["<", ">", "&", "\u2028", "\u2029", "\u0085"]) {
+        const { text: _narrative, ...resource } = example<AllergyIntolerance>("allergyintolerance-example.json");
+        await send(envelope(messageBundle("add-allergy", [resource], { id: `id ${odd} ${n++}` })));
+      }
       await send(allergy(n++, "a resend"));
       await send(allergy(n - 1, "a resend"));
       await app.request("/uae-fhir/r4/metadata?x=<1>&access_token=secret");
