@@ -53,12 +53,27 @@ export interface RunningServer {
  * An answer with a reusable body (a listing of calls) written on the socket by writeReusable, which the adapter is
  * told it need not write; any other answer as it is.
  */
-function reusing(answer: Response, outgoing: ServerResponse): Response {
+function reusing(answer: Response, outgoing: ServerResponse, logger: SandboxLogger): Response {
   const body = takeReusableBody(answer);
   if (!body) return answer;
-  writeReusable(outgoing, answer.status, answer.headers, body);
-  return RESPONSE_ALREADY_SENT;
+  writeReusable(outgoing, answer.status, answer.headers, body, (error) =>
+    logger.error("A listing could not be finished; its connection was cut", error),
+  );
+  return ALREADY_SENT;
 }
+
+/**
+ * @hono/node-server's RESPONSE_ALREADY_SENT, made with the runtime's own Response. The adapter makes its constant with
+ * whichever Response is global when it is first imported: after the adapter has put its own class in the global's
+ * place (a host that served with it before it loaded the sandbox), it would take the constant for an answer to write,
+ * and write it over the listing. Its class has the runtime's as its prototype; the runtime's has Function's.
+ */
+const ALREADY_SENT: Response = (() => {
+  const parent: unknown = Object.getPrototypeOf(Response);
+  const Runtime =
+    typeof parent === "function" && parent !== Function.prototype ? (parent as typeof Response) : Response;
+  return new Runtime(null, { headers: RESPONSE_ALREADY_SENT.headers });
+})();
 
 /** Sustained drops are logged at most this often. */
 const DROP_LOG_INTERVAL_MS = 10_000;
@@ -75,7 +90,10 @@ export async function startServer(sandbox: SandboxApp, listen: ListenOptions): P
     const answer = sandbox.app.fetch(request, env);
     const { outgoing } = env;
     if (!(outgoing instanceof ServerResponse)) return answer;
-    return answer instanceof Promise ? answer.then((a) => reusing(a, outgoing)) : reusing(answer, outgoing);
+    const { logger } = sandbox;
+    return answer instanceof Promise
+      ? answer.then((a) => reusing(a, outgoing, logger))
+      : reusing(answer, outgoing, logger);
   });
   const messages = sandbox.node;
   const options: ServerOptions = {

@@ -7,8 +7,11 @@ import type { ReusableBody } from "../http/reusable-body.js";
  */
 const TURN_BYTES = 256 * 1024;
 
-/** How many buffers writeReusable has made, chunks it has written, and times it waited for a slow reader: for tests. */
-export const reusableStats = { buffers: 0, chunks: 0, drainWaits: 0 };
+/**
+ * How many buffers writeReusable has made, chunks it has written, times it waited for a slow reader, and answers it
+ * finished: for tests.
+ */
+export const reusableStats = { buffers: 0, chunks: 0, drainWaits: 0, ended: 0 };
 
 /**
  * An answer's headers as Node writes them, as the Hono adapter writes them: one value per name, `set-cookie` a list.
@@ -27,7 +30,14 @@ function headerRecord(headers: Headers): Record<string, string | string[]> {
  * making them (fresh memory, and the collections that memory outside V8's heap sets off) cost a third of its time.
  * Waits for `drain` when the client reads slowly; stops when the connection closes.
  */
-export function writeReusable(outgoing: ServerResponse, status: number, headers: Headers, body: ReusableBody): void {
+export function writeReusable(
+  outgoing: ServerResponse,
+  status: number,
+  headers: Headers,
+  body: ReusableBody,
+  /** Told of a fault in making the body (a bug): the connection is then cut, the answer unfinished. */
+  onError: (error: Error) => void,
+): void {
   const ours = new WeakSet<ArrayBufferLike>();
   const free: Buffer[] = [];
   const fresh = (): Buffer => {
@@ -51,8 +61,11 @@ export function writeReusable(outgoing: ServerResponse, status: number, headers:
 
   const write = (): void => {
     let wrote = 0;
-    // A turn's chunks go to the socket together, in one system call, when it takes them at once.
-    outgoing.cork();
+    // A turn's chunks go to the socket together, in one system call. The socket itself is corked, not the answer:
+    // corked, the answer would hand its chunks on in separate writes at uncork, none large enough for the socket to
+    // promise a `drain` once the kernel's buffer is full, and a wait for the answer's `drain` could last forever.
+    const socket = outgoing.socket;
+    socket?.cork();
     try {
       while (!closed && !body.done && wrote < TURN_BYTES) {
         for (const chunk of body.next(fresh)) {
@@ -61,15 +74,20 @@ export function writeReusable(outgoing: ServerResponse, status: number, headers:
           outgoing.write(chunk, () => giveBack(chunk));
         }
       }
-    } catch (error) {
+    } catch (thrown) {
       // A fault in making the body (a bug): the answer cannot be finished, and a cut connection says so.
-      outgoing.destroy(error instanceof Error ? error : new Error(String(error)));
+      const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+      onError(error);
+      outgoing.destroy(error);
       return;
     } finally {
-      outgoing.uncork();
+      socket?.uncork();
     }
     if (closed) return;
-    if (body.done) outgoing.end();
+    if (body.done) {
+      reusableStats.ended++;
+      outgoing.end();
+    }
     // What the socket did not take at once is waited for; else the next turn's chunks after other callers' work.
     else if (outgoing.writableNeedDrain) {
       reusableStats.drainWaits++;

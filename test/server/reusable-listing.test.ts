@@ -146,6 +146,68 @@ describe("a listing of calls written on the socket with buffers given back", { t
     expect(dechunk(raw.subarray(head + 4)).equals(expected)).toBe(true);
   });
 
+  it("goes on for a reader that stops and goes on again and again, each time the server has had to wait", async () => {
+    // Calls of about 30 KiB: a turn's last chunk is then often small, which is where a wait for `drain` that the
+    // socket never emits would leave the listing stalled.
+    const big = createApp({ watch: false }, { logger: QUIET });
+    for (let i = 0; i < 400; i++) {
+      const body = allergy(10_000 + i, `large ${i} ${"x".repeat(30_000)}`);
+      const res = await big.app.request(STANDARD, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body,
+      });
+      await res.arrayBuffer();
+    }
+    const server = await startServer(big, { port: 0, host: "127.0.0.1" });
+    try {
+      const expected = Buffer.from(await (await big.app.request("/__admin/calls?format=ndjson")).arrayBuffer());
+      expect(expected.length).toBeGreaterThan(10 * 1024 * 1024);
+      const socket = connect(Number(new URL(server.url).port), "127.0.0.1");
+      const received: Buffer[] = [];
+      let ended = false;
+      const end = new Promise<void>((resolve) =>
+        socket.on("end", () => {
+          ended = true;
+          resolve();
+        }),
+      );
+      const start = { ...reusableStats };
+      let seen = { waits: start.drainWaits, ended: start.ended };
+      let chunksAtResume = Number.POSITIVE_INFINITY;
+      // Stopped until the server has had to wait for the reader (or has finished), then read until the server writes
+      // again, then stopped again.
+      const stopUntilWaited = () => {
+        socket.pause();
+        const check = () => {
+          if (ended) return;
+          if (reusableStats.drainWaits > seen.waits || reusableStats.ended > seen.ended) {
+            seen = { waits: reusableStats.drainWaits, ended: reusableStats.ended };
+            chunksAtResume = reusableStats.chunks;
+            socket.resume();
+          } else setImmediate(check);
+        };
+        check();
+      };
+      socket.on("data", (c: Buffer) => {
+        received.push(c);
+        if (reusableStats.chunks > chunksAtResume) {
+          chunksAtResume = Number.POSITIVE_INFINITY;
+          stopUntilWaited();
+        }
+      });
+      stopUntilWaited();
+      socket.write("GET /__admin/calls?format=ndjson HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+      await within(end, "the whole listing, read stop and go", 60_000);
+      expect(reusableStats.drainWaits - start.drainWaits).toBeGreaterThan(20);
+      const raw = Buffer.concat(received);
+      expect(dechunk(raw.subarray(raw.indexOf("\r\n\r\n") + 4)).equals(expected)).toBe(true);
+    } finally {
+      await server.close();
+      await big.close();
+    }
+  });
+
   it("stops for a reader that goes away, and serves on", async () => {
     const socket = connect(Number(new URL(served.url).port), "127.0.0.1");
     const first = new Promise<void>((resolve) => socket.once("data", () => resolve()));
