@@ -15,6 +15,8 @@ export const reusableStats = { buffers: 0, chunks: 0, drainWaits: 0, ended: 0 };
 
 /**
  * An answer's headers as Node writes them, as the Hono adapter writes them: one value per name, `set-cookie` a list.
+ * Without the adapter's default Content-Type (every listing names its own) and without a Content-Length: sent
+ * chunked, as the adapter sends a stream.
  */
 function headerRecord(headers: Headers): Record<string, string | string[]> {
   const record: Record<string, string | string[]> = {};
@@ -88,11 +90,14 @@ export function writeReusable(
       reusableStats.ended++;
       outgoing.end();
     }
-    // What the socket did not take at once is waited for; else the next turn's chunks after other callers' work.
+    // What the socket did not take at once is waited for. The next turn's chunks come after other callers' work
+    // either way: a drain can come on the same turn (process.nextTick, when the kernel took all at once), and
+    // writing on from it would hold the event loop for the whole listing.
     else if (outgoing.writableNeedDrain) {
       reusableStats.drainWaits++;
-      outgoing.once("drain", write);
-    } else setImmediate(write);
+      outgoing.once("drain", later);
+    } else later();
   };
+  const later = () => setImmediate(write);
   write();
 }

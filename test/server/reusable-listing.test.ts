@@ -121,6 +121,32 @@ describe("a listing of calls written on the socket with buffers given back", { t
     expect(JSON.parse(mine.body.toString("utf8")).calls).toHaveLength(sandbox.journal.size);
   });
 
+  it("lets other work run between its turns, however fast the reader takes the bytes", async () => {
+    // A listing written in one go would hold every other caller's messages until it ends. Counted between two turns
+    // of the event loop: the chunks written.
+    let done = false;
+    let previous = reusableStats.chunks;
+    let most = 0;
+    let turns = 0;
+    const tick = () => {
+      most = Math.max(most, reusableStats.chunks - previous);
+      previous = reusableStats.chunks;
+      turns++;
+      if (!done) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const before = reusableStats.chunks;
+    const answer = await get(served.url, "/__admin/calls").finally(() => {
+      done = true;
+    });
+    const chunks = reusableStats.chunks - before;
+    expect(answer.body.length).toBeGreaterThan(2 * 1024 * 1024);
+    expect(chunks).toBeGreaterThan(30);
+    // 256 KiB a turn: 4 chunks of 64 KiB and the rest of a call (a chunk of its own when it is larger).
+    expect(most).toBeLessThanOrEqual(10);
+    expect(turns).toBeGreaterThan(chunks / 10);
+  });
+
   it("gives a reader that stops reading the same bytes once it reads on, no buffer taken back too early", async () => {
     const expected = Buffer.from(await (await sandbox.app.request("/__admin/calls?format=ndjson")).arrayBuffer());
     const before = reusableStats.drainWaits;
