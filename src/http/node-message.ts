@@ -16,7 +16,7 @@ import { faultBody, TIMEOUT_FAULT_CAP_MS, waitUnlessGone } from "./faults.js";
 import { type AnswerHeaders, FHIR_JSON, fhirAnswer } from "./fhir-response.js";
 import { answerHeaders, answerText, bodyRefusal, inboundMessage, noteAnswer } from "./message-routes.js";
 import { drainAfterAnswer, readIncoming } from "./node-body.js";
-import { RawHeaders, rawHeader } from "./raw-headers.js";
+import { nodeHeaders, RawHeaders, rawHeader } from "./raw-headers.js";
 import { announceCall, type CallOwner, callDraft, type RecorderDeps, stampCall, unsavedCall } from "./record-calls.js";
 import { decideWorkspace, unknownWorkspace, unprefixedPath, type WorkspaceChoiceDeps } from "./workspace-choice.js";
 
@@ -368,13 +368,7 @@ function writeDribbled(
 
 /** A web `Headers` as the adapter writes it: entries in name order (Set-Cookie last), then Content-Length. */
 function writeHeaders(outgoing: ServerResponse, status: number, headers: Headers, body: string | Buffer | null): void {
-  const out: Record<string, string | string[] | number> = {};
-  const cookies: string[] = [];
-  for (const [name, value] of headers) {
-    if (name === "set-cookie") cookies.push(value);
-    else out[name] = value;
-  }
-  if (cookies.length > 0) out["set-cookie"] = cookies;
+  const out = nodeHeaders(headers);
   if (body !== null && !headers.has("content-length")) out["Content-Length"] = byteLength(body);
   outgoing.writeHead(status, out);
   if (body === null) outgoing.end();

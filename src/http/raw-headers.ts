@@ -110,3 +110,18 @@ export function rawHeader(raw: readonly string[], name: string): string | undefi
   }
   return found;
 }
+
+/**
+ * An answer's web `Headers` as the Node adapter writes them with `writeHead`: one value per name in name order, the
+ * Set-Cookie headers last, as a list.
+ */
+export function nodeHeaders(headers: Headers): Record<string, string | string[] | number> {
+  const out: Record<string, string | string[] | number> = {};
+  const cookies: string[] = [];
+  for (const [name, value] of headers) {
+    if (name === "set-cookie") cookies.push(value);
+    else out[name] = value;
+  }
+  if (cookies.length > 0) out["set-cookie"] = cookies;
+  return out;
+}

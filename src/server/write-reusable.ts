@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import { nodeHeaders } from "../http/raw-headers.js";
 import type { ReusableBody } from "../http/reusable-body.js";
 
 /**
@@ -12,19 +13,6 @@ const TURN_BYTES = 256 * 1024;
  * finished: for tests.
  */
 export const reusableStats = { buffers: 0, chunks: 0, drainWaits: 0, ended: 0 };
-
-/**
- * An answer's headers as Node writes them, as the Hono adapter writes them: one value per name, `set-cookie` a list.
- * Without the adapter's default Content-Type (every listing names its own) and without a Content-Length: sent
- * chunked, as the adapter sends a stream.
- */
-function headerRecord(headers: Headers): Record<string, string | string[]> {
-  const record: Record<string, string | string[]> = {};
-  for (const [name, value] of headers) if (name !== "set-cookie") record[name] = value;
-  const cookies = headers.getSetCookie();
-  if (cookies.length > 0) record["set-cookie"] = cookies;
-  return record;
-}
 
 /**
  * Writes an answer whose body is reusable on the socket itself: each chunk's buffer comes back once Node has written
@@ -59,7 +47,8 @@ export function writeReusable(
   outgoing.once("close", () => {
     closed = true;
   });
-  outgoing.writeHead(status, headerRecord(headers));
+  // Without a Content-Length: sent chunked, as the adapter sends a stream (and every listing names its content type).
+  outgoing.writeHead(status, nodeHeaders(headers));
 
   const write = (): void => {
     let wrote = 0;
