@@ -7,6 +7,7 @@ import type { CallState } from "./call-state.js";
 import { type Dribble, dribbleStream } from "./dribble.js";
 import type { EdgeEnv } from "./edge-env.js";
 import { httpTrim, insertInOrder } from "./raw-headers.js";
+import { ruleHeaderValue } from "./rule-header.js";
 
 export const FHIR_JSON = "application/fhir+json; charset=utf-8";
 /** The `{"content": "<Bundle JSON>"}` envelope is JSON that holds FHIR, not a FHIR resource: plain JSON. */
@@ -100,11 +101,7 @@ function withCallHeaders(
     put(name.toLowerCase(), value, true);
   }
   put("x-sandbox-call-id", callId, false);
-  if (rule) {
-    const value = httpTrim(rule);
-    if (BAD_VALUE.test(value)) return undefined;
-    put("x-sandbox-rule", value, false);
-  }
+  if (rule) put("x-sandbox-rule", ruleHeaderValue(rule), false);
   const sorted: Record<string, string> = {};
   for (const key of keys) sorted[key] = merged[key] as string;
   return sorted;

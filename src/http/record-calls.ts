@@ -11,6 +11,7 @@ import type { EdgeEnv } from "./edge-env.js";
 import { outcomeResponse } from "./fhir-response.js";
 import { requestHeaderRecord } from "./raw-headers.js";
 import { requestHeaders } from "./request-headers.js";
+import { ruleHeaderValue } from "./rule-header.js";
 
 export interface RecorderDeps {
   now(): Date;
@@ -90,7 +91,7 @@ export function recordCalls(deps: RecorderDeps): MiddlewareHandler<EdgeEnv> {
 /** CONTRACT §5 on an answer fhirResponse did not build: the journal call it is, and the rule that answered. */
 export function stampCall(headers: Headers, call: CallState): void {
   headers.set("X-Sandbox-Call-Id", call.id);
-  if (call.rule) headers.set("X-Sandbox-Rule", call.rule);
+  if (call.rule) headers.set("X-Sandbox-Rule", ruleHeaderValue(call.rule));
 }
 
 /** A scripted fault that sends nothing: there is no response to record, only the fault. */
