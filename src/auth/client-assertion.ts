@@ -7,6 +7,7 @@ import {
   type ProtectedHeaderParameters,
 } from "jose";
 import type { RegisteredClient } from "./client-registry.js";
+import { CLIENT_ASSERTION_ALGS } from "./clients-file.js";
 
 /**
  * private_key_jwt (RFC 7523 §2.2 and §3, as SMART Backend Services profiles
@@ -16,9 +17,6 @@ import type { RegisteredClient } from "./client-registry.js";
  */
 
 export const CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
-
-/** SMART asks servers for RS384 and ES384; RS256 and ES256 are what most libraries sign with by default. */
-export const CLIENT_ASSERTION_ALGS = ["RS384", "ES384", "RS256", "ES256"] as const;
 
 /** SMART Backend Services: an assertion's exp is no more than five minutes in the future. */
 const MAX_LIFETIME_SECONDS = 300;

@@ -3,9 +3,11 @@ import { z } from "zod";
 import { formatProblem, readYamlFile } from "../config/yaml-file.js";
 import { scopeToken } from "../routing/catalogue.js";
 import { WORKSPACE_NAME_RULE, workspaceName } from "../workspace/workspace-name.js";
-import { CLIENT_ASSERTION_ALGS } from "./client-assertion.js";
 import { parseDistinguishedName } from "./distinguished-name.js";
 import { MAGIC_CLIENTS } from "./magic-clients.js";
+
+/** SMART asks servers for RS384 and ES384; RS256 and ES256 are what most libraries sign with by default. */
+export const CLIENT_ASSERTION_ALGS = ["RS384", "ES384", "RS256", "ES256"] as const;
 
 /**
  * The clients file (`--clients FILE`, YAML): the OAuth2 clients that may get

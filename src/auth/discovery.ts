@@ -1,5 +1,5 @@
-import { CLIENT_ASSERTION_ALGS } from "./client-assertion.js";
 import { CLIENT_AUTH_METHODS } from "./client-authentication.js";
+import { CLIENT_ASSERTION_ALGS } from "./clients-file.js";
 
 /** Where the sandbox's OAuth2 endpoints are, as a client should call them. */
 export interface Endpoints {

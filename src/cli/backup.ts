@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
 import { StateFile, StateFileProblem } from "../state/state-file.js";
-import type { CliIo } from "./main.js";
+import type { CliIo } from "./cli-io.js";
 
 const HELP = `uae-fhir-sandbox backup --state-file PATH --to FILE
 

@@ -8,7 +8,7 @@ import {
   makeClientCertificate,
   makeServerCertificate,
 } from "../tls/make-certificates.js";
-import type { CliIo } from "./main.js";
+import type { CliIo } from "./cli-io.js";
 import { CommandLineError, parseCommandLine } from "./parse-command-line.js";
 
 export const CERTS_USAGE = `Usage: uae-fhir-sandbox certs [--out DIR] [--host NAME ...] [--client NAME ...] [--days N] [--force]

@@ -17,6 +17,7 @@ import { loadServerTls, type ServerTls, type TlsFiles, TlsProblem } from "../tls
 import { VERSION } from "../version.js";
 import { backupCommand } from "./backup.js";
 import { bannerEvent } from "./banner-event.js";
+import type { CliIo } from "./cli-io.js";
 import { exampleCommand } from "./example.js";
 import { exportCommand } from "./export.js";
 import { flagsHelp, parseArgsOptions, resolveFlag, resolveServeConfig, type ServeConfig, UsageError } from "./flags.js";
@@ -114,16 +115,6 @@ const COMMANDS = [
   "certs",
   "conformance",
 ];
-
-export interface CliIo {
-  out(line: string): void;
-  err(line: string): void;
-  env: NodeJS.ProcessEnv;
-  /** stdout is a terminal: the request log is pretty and coloured by default. */
-  tty?: boolean;
-  /** Where serve's request log writes (default: out and err, a line at a time). */
-  logStreams?(): LogStreams;
-}
 
 /**
  * Runs the CLI. Resolves with an exit code for commands that end; `serve`

@@ -1,5 +1,5 @@
 import type { AsyncAnswerNote, KeptBodies } from "../journal/call-record.js";
-import type { RuleTrace } from "../scenarios/scenarios.js";
+import type { RuleTrace } from "../scenarios/rule-trace.js";
 import type { RequestHeaders } from "./raw-headers.js";
 
 /**

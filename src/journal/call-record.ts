@@ -1,4 +1,4 @@
-import type { RuleTrace } from "../scenarios/scenarios.js";
+import type { RuleTrace } from "../scenarios/rule-trace.js";
 import type { KeptText } from "../text/packed-texts.js";
 
 /**

@@ -7,16 +7,9 @@ import { DEVICES, DRUG_SYSTEM, DRUGS } from "../generate/drugs.js";
 import { englishFaker } from "../generate/faker.js";
 import { deadlinePassed } from "./deadline.js";
 import type { Order, OrderRequest, PharmacyRequest } from "./order.js";
-import {
-  changed,
-  fail,
-  guarded,
-  inBackground,
-  type OrderContext,
-  type OrderSpec,
-  type WorkflowResult,
-} from "./order-book.js";
+import { changed, fail, guarded, inBackground, type OrderContext, type WorkflowResult } from "./order-book.js";
 import { fulfillmentTask, ORDER_SYSTEM } from "./order-resources.js";
+import type { OrderSpec } from "./order-spec.js";
 import { pushOrder } from "./push-order.js";
 
 /**

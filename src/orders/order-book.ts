@@ -11,22 +11,6 @@ import type { PharmacyRegistry } from "./pharmacy-registry.js";
 
 export type AllocationPolicy = "first-confirmed" | "best-at-deadline" | "manual";
 
-/** An order as asked for by the admin API or a scenario push; everything left out is generated. */
-export interface OrderSpec {
-  items?: Array<{
-    medication?: { system?: string; code: string; display?: string };
-    device?: { system?: string; code: string; display?: string };
-    quantity?: number;
-    unit?: string;
-    dosage?: string;
-  }>;
-  /** Licences of the target pharmacies; default every pharmacy with an active subscription. */
-  pharmacies?: string[];
-  deadlineMs?: number;
-  /** Patient key (system|value or id); default a generated patient. */
-  patient?: string;
-}
-
 export interface WorkflowDeps {
   seed: string;
   emiratesIdSystem: string;

@@ -1,6 +1,5 @@
 import { z } from "zod";
 import { durationMs, durationSchema } from "../scenarios/duration.js";
-import type { OrderSpec } from "./order-book.js";
 
 const coded = z
   .object({ system: z.string().min(1).optional(), code: z.string().min(1), display: z.string().optional() })
@@ -42,6 +41,22 @@ export const orderSpecSchema = z
     patient: z.string().min(1).optional().describe("patient key (system|value or id); default a generated patient"),
   })
   .strict();
+
+/** An order as asked for by the admin API or a scenario push; everything left out is generated. */
+export interface OrderSpec {
+  items?: Array<{
+    medication?: { system?: string; code: string; display?: string };
+    device?: { system?: string; code: string; display?: string };
+    quantity?: number;
+    unit?: string;
+    dosage?: string;
+  }>;
+  /** Licences of the target pharmacies; default every pharmacy with an active subscription. */
+  pharmacies?: string[];
+  deadlineMs?: number;
+  /** Patient key (system|value or id); default a generated patient. */
+  patient?: string;
+}
 
 export type OrderSpecInput = z.infer<typeof orderSpecSchema>;
 

@@ -6,14 +6,8 @@ import { createOrder, sendFulfillmentRequest } from "./create-order.js";
 import { deadlinePassed } from "./deadline.js";
 import { dispense } from "./dispense.js";
 import type { Order } from "./order.js";
-import {
-  guarded,
-  OrderBook,
-  type OrderContext,
-  type OrderSpec,
-  type WorkflowDeps,
-  type WorkflowResult,
-} from "./order-book.js";
+import { guarded, OrderBook, type OrderContext, type WorkflowDeps, type WorkflowResult } from "./order-book.js";
+import type { OrderSpec } from "./order-spec.js";
 
 /**
  * The drug-order flow (CONTRACT §8): orders fan out to pharmacies as

@@ -1,6 +1,6 @@
 import type { RequestFacts } from "../matching/matcher.js";
+import type { RuleTrace } from "./rule-trace.js";
 import type { CompiledRule } from "./rules.js";
-import type { RuleTrace } from "./scenarios.js";
 
 /** What one rule did with a message. */
 export interface RuleVerdict {

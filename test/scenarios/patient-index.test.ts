@@ -6,9 +6,10 @@ import type { AllergyIntolerance, Bundle } from "fhir/r4.js";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { createApp, type SandboxApp, type SandboxDeps } from "../../src/app.js";
 import type { RequestFacts } from "../../src/matching/matcher.js";
+import type { RuleTrace } from "../../src/scenarios/rule-trace.js";
 import type { CompiledRule } from "../../src/scenarios/rules.js";
 import { ScenarioFolder } from "../../src/scenarios/scenario-folder.js";
-import { type RuleTrace, Scenarios } from "../../src/scenarios/scenarios.js";
+import { Scenarios } from "../../src/scenarios/scenarios.js";
 import { admin } from "../admin/admin-client.js";
 import { example, messageBundle, post } from "../support/messages.js";
 

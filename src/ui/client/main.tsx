@@ -3,6 +3,7 @@ import { createPortal, render, useEffect, useState } from "hono/jsx/dom";
 import { SIGN_IN_NEEDED } from "./api.js";
 import { SignIn } from "./components/sign-in.js";
 import { useLiveStatus } from "./live.js";
+import type { PageProps } from "./page-props.js";
 import { CallPage } from "./pages/call.js";
 import { CallsPage } from "./pages/calls.js";
 import { ConformancePage, ConformanceSessionPage } from "./pages/conformance.js";
@@ -14,11 +15,6 @@ import { PatientsPage } from "./pages/patients.js";
 import { PharmaciesPage } from "./pages/pharmacies.js";
 import { ScenariosPage } from "./pages/scenarios.js";
 import { storedToken, storeToken, tokenRequired } from "./session.js";
-
-export interface PageProps {
-  /** The route parameter: a call id, an order id, a patient key. */
-  param: string;
-}
 
 /** The client view of each page the server renders a shell for (src/ui/pages.ts). */
 const PAGES: Record<string, FC<PageProps>> = {

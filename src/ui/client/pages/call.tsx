@@ -16,7 +16,7 @@ import { FhirView, Folded, issueAnchor } from "../components/fhir-view.js";
 import { curlCommand } from "../curl.js";
 import { ms } from "../format.js";
 import { useLive } from "../live.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../page-props.js";
 import { revealHash } from "../reveal.js";
 import type { CallDetail, CallSummary } from "../types.js";
 import { useData } from "../use-data.js";

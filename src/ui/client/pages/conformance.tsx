@@ -2,7 +2,7 @@ import { useEffect, useState } from "hono/jsx/dom";
 import { apiFetch, apiUrl, pageUrl, post } from "../api.js";
 import { Badge, DataTable, ErrorNote, Facts, Loading, Problem, Time } from "../components/common.js";
 import { useLive } from "../live.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../page-props.js";
 import type { SessionReport, StepResult, TestResult } from "../types.js";
 import { useData } from "../use-data.js";
 

@@ -4,7 +4,7 @@ import { Badge, DataTable, ErrorNote, Facts, Loading, Problem, Time } from "../c
 import { PatientLink, useHeld } from "../components/patient-link.js";
 import { OrderStateDiagram } from "../components/state-diagram.js";
 import { useLive } from "../live.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../page-props.js";
 import type { Delivery, OrderView } from "../types.js";
 import { useData } from "../use-data.js";
 import { toneOfState } from "./orders.js";

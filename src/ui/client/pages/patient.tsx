@@ -2,7 +2,7 @@ import type { Child } from "hono/jsx";
 import { Badge, DataTable, ErrorNote, Facts, Loading, Time, useThrottled } from "../components/common.js";
 import { useHeading } from "../heading.js";
 import { useLive } from "../live.js";
-import type { PageProps } from "../main.js";
+import type { PageProps } from "../page-props.js";
 import { patientTitle, personName } from "../patient-name.js";
 import { useData } from "../use-data.js";
 
