@@ -4,6 +4,9 @@ const PLAIN = /^[!-~](?:[ !-~]*[!-~])?$/;
 /** RFC 8187's ext-value with its charset and no language: what marks a value as encoded. */
 export const ENCODED_MARK = "UTF-8''";
 
+/** The mark as an RFC 8187 reader sees it: a charset's name is case-insensitive. */
+const MARKED = /^utf-8''/i;
+
 /** Characters encodeURIComponent leaves as they are but RFC 8187's attr-char does not allow. */
 const NOT_ATTR_CHAR = /[*'()]/g;
 
@@ -19,7 +22,7 @@ const NOT_ATTR_CHAR = /[*'()]/g;
  *   ruleHeaderValue("حساسية") === "UTF-8''%D8%AD%D8%B3%D8%A7%D8%B3%D9%8A%D8%A9"
  */
 export function ruleHeaderValue(name: string): string {
-  if (PLAIN.test(name) && !name.startsWith(ENCODED_MARK)) return name;
+  if (PLAIN.test(name) && !MARKED.test(name)) return name;
   // A lone surrogate has no UTF-8: it is sent as U+FFFD (encodeURIComponent would throw).
   const encoded = encodeURIComponent(name.toWellFormed()).replace(
     NOT_ATTR_CHAR,

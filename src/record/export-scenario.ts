@@ -42,6 +42,10 @@ const TRANSPORT_HEADERS = new Set([
   "date",
   "server",
   "vary",
+  // The sandbox's own stamps: a served rule gets its own call id and rule name, and a resend its duplicate mark.
+  "x-sandbox-call-id",
+  "x-sandbox-rule",
+  "x-sandbox-duplicate",
 ]);
 const FHIR_JSON_TYPE = "application/fhir+json";
 

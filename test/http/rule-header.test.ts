@@ -19,6 +19,7 @@ const CASES: Array<{ name: string; yaml: string; sent: string }> = [
   { name: "é (x)", yaml: '"é (x)"', sent: "UTF-8''%C3%A9%20%28x%29" },
   { name: " padded ", yaml: '" padded "', sent: "UTF-8''%20padded%20" },
   { name: "UTF-8''x", yaml: "\"UTF-8''x\"", sent: "UTF-8''UTF-8%27%27x" },
+  { name: "utf-8''%41", yaml: "\"utf-8''%41\"", sent: "UTF-8''utf-8%27%27%2541" },
   { name: "plain (ASCII) * name's", yaml: '"plain (ASCII) * name\'s"', sent: "plain (ASCII) * name's" },
 ];
 

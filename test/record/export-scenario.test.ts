@@ -146,6 +146,22 @@ describe("ScenarioExporter: what a rule answers", () => {
       }),
       { status: 503, headers: { "content-type": "application/json" }, body: { error: "busy" } },
     ],
+    [
+      // A live journal's answers carry the sandbox's own stamps: copied, each answer of a sequence would differ.
+      "the sandbox's own X-Sandbox-* headers left out, a rule's own header kept",
+      inbound(1, bundle(), {
+        status: 200,
+        body: { resourceType: "Bundle" },
+        headers: {
+          "content-type": "application/fhir+json; charset=utf-8",
+          "x-sandbox-call-id": "17",
+          "x-sandbox-rule": "UTF-8''%D8%AD",
+          "x-sandbox-duplicate": "true",
+          "x-team-note": "kept",
+        },
+      }),
+      { status: 200, headers: { "x-team-note": "kept" }, body: { resourceType: "Bundle" } },
+    ],
   ])("%s", (_name, call, expected) => {
     const exporter = new ScenarioExporter();
     exporter.add(call);
