@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from "node:fs";
 import { DEFAULT_OPTIONS, type SandboxOptions } from "../config/options.js";
 import { DEFAULT_SERVER_LIMITS, type ServerLimits } from "../config/server-limits.js";
-import { HEADER_NAME } from "../journal/redact.js";
 import { LOG_FORMATS, LOG_LEVELS, LOG_TIMES, type LogFormat, type LogLevel, type LogTime } from "../log/request-log.js";
 import { shippedScenarios } from "../scenarios/shipped.js";
+import { HEADER_NAME } from "../text/http-field.js";
 import type { ClientAuth, TlsFiles } from "../tls/server-tls.js";
 import { isWorkspaceName, WORKSPACE_NAME_RULE } from "../workspace/workspace-name.js";
 

@@ -1,6 +1,6 @@
 import type { Context } from "hono";
 import { type Issue, operationOutcome } from "../fhir/outcome.js";
-import { HEADER_NAME } from "../journal/redact.js";
+import { HEADER_NAME } from "../text/http-field.js";
 import { jsonText } from "../text/json-text.js";
 import { ANSWER_HEADERS } from "./answer-headers.js";
 import type { CallState } from "./call-state.js";
@@ -67,8 +67,11 @@ export function jsonResponse(value: unknown, status = 200, headers: Record<strin
   return new Response(jsonText(value), { status, headers: { "content-type": "application/json", ...headers } });
 }
 
-/** Header values `Headers` refuses: the recorder then sets its headers as before (and meets the same error). */
-const BAD_VALUE = /[\0\r\n]/;
+/**
+ * Header values `Headers` refuses (a line break, NUL, a character beyond Latin-1, as a template may render): the
+ * recorder then sets its headers as before, meets the same error, and the call is answered 500 with no record.
+ */
+const BAD_VALUE = /[\0\r\n]|[^\0-\xff]/u;
 
 /**
  * An answer's headers as a web `Headers` would hold them once the recorder had set X-Sandbox-Call-Id and

@@ -106,9 +106,6 @@ export function redactUrl(url: string): string {
   return redacted === query ? url : `${url.slice(0, q + 1)}${redacted}${hash < 0 ? "" : url.slice(hash)}`;
 }
 
-/** A header name as HTTP allows it (RFC 9110 token): what --redact-header accepts. */
-export const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
-
 /** Lower-cased header names with their values, for a call record. */
 export function headerRecord(headers: Iterable<[string, string]>): Record<string, string> {
   const out: Record<string, string> = {};

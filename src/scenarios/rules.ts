@@ -3,6 +3,7 @@ import { compilePath } from "../fhir/fhirpath.js";
 import type { Dribble } from "../http/dribble.js";
 import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
+import { HEADER_NAME } from "../text/http-field.js";
 import { durationMs } from "./duration.js";
 import { type ResponseSpec, type RuleSpec, ruleSchema, whenSchema } from "./schema.js";
 import { compileTemplate, type Render } from "./template.js";
@@ -217,6 +218,46 @@ function ruleOperations(
 const SAFE_CONTENT_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/plain)[ \t]*(?:;[^{}]*)?$/i;
 
 /** A problem for each response header that declares a Content-Type a browser might run, unless the rule allows it. */
+/** The first character a header value can never carry: a control other than tab, or one beyond Latin-1. */
+const UNSENDABLE = /[\0-\x08\x0a-\x1f\x7f]|[^\0-\xff]/u;
+
+/**
+ * A scripted answer's headers that no answer could carry: a name that is no token, a value with a line break, a
+ * control or a character beyond Latin-1 (Arabic, €) in its own text. Refused when the rule loads, naming the header;
+ * sent, such a header would make every answer of the rule a 500. A value a template fills in is checked only as
+ * written: what it renders to is known per message (the edge then answers 500 and keeps no record of the call).
+ */
+function headerProblems(
+  responses: ReadonlyArray<{ spec: ResponseSpec; at: ReadonlyArray<string | number> }>,
+  locate: Locate,
+): YamlProblem[] {
+  const problems: YamlProblem[] = [];
+  for (const { spec: response, at } of responses) {
+    for (const [name, value] of Object.entries(response.headers ?? {})) {
+      if (!HEADER_NAME.test(name)) {
+        problems.push(
+          locate(
+            [...at, "headers", name],
+            `${JSON.stringify(name)} is not an HTTP header name: use letters, digits and !#$%&'*+.^_\`|~- only (no spaces or colons).`,
+          ),
+        );
+        continue;
+      }
+      const bad = UNSENDABLE.exec(value);
+      if (bad) {
+        const code = (bad[0].codePointAt(0) as number).toString(16).toUpperCase().padStart(4, "0");
+        problems.push(
+          locate(
+            [...at, "headers", name],
+            `The value of ${name} has U+${code} at character ${bad.index + 1}, which an HTTP header cannot carry (a line break, a control, or a character beyond Latin-1). Percent-encode it, for example as UTF-8''%D8%AD… (RFC 8187), or put the text in the body.`,
+          ),
+        );
+      }
+    }
+  }
+  return problems;
+}
+
 function contentTypeProblems(
   spec: RuleSpec,
   responses: ReadonlyArray<{ spec: ResponseSpec; at: ReadonlyArray<string | number> }>,
@@ -262,6 +303,7 @@ export function compileRule(
     at: spec.sequence ? [...at, "sequence", i] : [...at, "respond"],
   }));
   const responses = list.map((r) => compileResponse(r.spec, r.at, where.locate, problems));
+  problems.push(...headerProblems(list, where.locate));
   problems.push(...contentTypeProblems(spec, list, where.locate));
   const state = compileState(spec, at, where.locate, problems);
   if (!matcher.ok || problems.length > 0) return { problems };

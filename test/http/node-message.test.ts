@@ -52,15 +52,12 @@ const RULES = `rules:
       status: 418
       headers: { X-Custom: "v", Retry-After: "7", Vary: "Accept", Set-Cookie: "a=b" }
       outcome: { diagnostics: short and stout }
-  - name: "bad header name"
-    when: { headers: { X-Fault: bad-name } }
-    respond: { status: 200, headers: { "X Bad": "v" }, outcome: { diagnostics: refused by Headers } }
   - name: "line\\nbreak"
     when: { headers: { X-Fault: bad-rule-name } }
     respond: { status: 200, outcome: { diagnostics: a rule name Headers refuses } }
-  - name: not-latin1
+  - name: "5 \u20ac"
     when: { headers: { X-Fault: not-latin1 } }
-    respond: { status: 200, headers: { X-Money: "5 \u20ac" }, outcome: { diagnostics: Node refuses the value } }
+    respond: { status: 200, headers: { X-Money: "{{ rule.name }}" }, outcome: { diagnostics: Headers refuses the value } }
 `;
 
 const CLIENTS = `clients:
@@ -366,23 +363,12 @@ describe("the message fast path answers as the Hono app does", { timeout: 60_000
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "malformed-json" }, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "connection-reset" }, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "timeout" }, body: allergy(), giveUpMs: 50 },
-      { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "bad-name" }, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "bad-rule-name" }, body: allergy() },
       { path: STANDARD, headers: { ...JSON_TYPE, "X-Fault": "not-latin1" }, body: allergy() },
       // Headers sent twice, padded, in odd case.
       { path: STANDARD, headers: { ...JSON_TYPE, "x-DUP": " one ", "X-Dup": "two" }, body: allergy() },
     ];
     for (const sent of requests) {
-      if (sent.headers?.["X-Fault"] === "not-latin1") {
-        // Node refuses the header: the adapter answers 500 in plain text. In-process there is no Node to refuse it.
-        const fast = await rawExchange(t.fast.url, sent);
-        const hono = await rawExchange(t.hono.url, sent);
-        expect(withoutDate(fast.received)).toBe(withoutDate(hono.received));
-        expect(fast.received).toMatch(/^HTTP\/1\.1 500 /);
-        // Recorded alike all the same (the journal keeps the answer Node then refused to send).
-        await inProcess(t.apps.inProcess, sent).catch(() => "web Headers refuse it too");
-        continue;
-      }
       await same(t, sent);
     }
     await sameRecords(t);

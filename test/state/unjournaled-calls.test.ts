@@ -51,11 +51,12 @@ describe("an anonymous caller's message, with a state file", () => {
   });
 });
 
+// A header value no answer can carry, rendered per message (a literal one is refused when the rule loads).
 const UNSENDABLE = [
   "rules:",
-  "  - name: unsendable",
+  '  - name: "unsendable \u20ac"',
   "    when: { operation: add-allergy }",
-  '    respond: { builtIn: true, headers: { "X Bad": "v" } }',
+  '    respond: { builtIn: true, headers: { X-Rule: "{{ rule.name }}" } }',
 ].join("\n");
 
 /** The rows of the file's records whose text has the marker: the allergy, once written. */
