@@ -217,9 +217,14 @@ function ruleOperations(
  */
 const SAFE_CONTENT_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/plain)[ \t]*(?:;[^{}]*)?$/i;
 
-/** A problem for each response header that declares a Content-Type a browser might run, unless the rule allows it. */
-/** The first character a header value can never carry: a control other than tab, or one beyond Latin-1. */
-const UNSENDABLE = /[\0-\x08\x0a-\x1f\x7f]|[^\0-\xff]/u;
+/** Where a header value first has a character no header can carry (a control other than tab, one beyond Latin-1). */
+function unsendableAt(value: string): number {
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if ((c < 0x20 && c !== 0x09) || c === 0x7f || c > 0xff) return i;
+  }
+  return -1;
+}
 
 /**
  * A scripted answer's headers that no answer could carry: a name that is no token, a value with a line break, a
@@ -243,13 +248,13 @@ function headerProblems(
         );
         continue;
       }
-      const bad = UNSENDABLE.exec(value);
-      if (bad) {
-        const code = (bad[0].codePointAt(0) as number).toString(16).toUpperCase().padStart(4, "0");
+      const bad = unsendableAt(value);
+      if (bad >= 0) {
+        const code = (value.codePointAt(bad) as number).toString(16).toUpperCase().padStart(4, "0");
         problems.push(
           locate(
             [...at, "headers", name],
-            `The value of ${name} has U+${code} at character ${bad.index + 1}, which an HTTP header cannot carry (a line break, a control, or a character beyond Latin-1). Percent-encode it, for example as UTF-8''%D8%AD… (RFC 8187), or put the text in the body.`,
+            `The value of ${name} has U+${code} at character ${bad + 1}, which an HTTP header cannot carry (a line break, a control, or a character beyond Latin-1). Percent-encode it, for example as UTF-8''%D8%AD… (RFC 8187), or put the text in the body.`,
           ),
         );
       }
@@ -258,6 +263,7 @@ function headerProblems(
   return problems;
 }
 
+/** A problem for each response header that declares a Content-Type a browser might run, unless the rule allows it. */
 function contentTypeProblems(
   spec: RuleSpec,
   responses: ReadonlyArray<{ spec: ResponseSpec; at: ReadonlyArray<string | number> }>,
