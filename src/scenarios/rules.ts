@@ -3,7 +3,7 @@ import { compilePath } from "../fhir/fhirpath.js";
 import type { Dribble } from "../http/dribble.js";
 import { compileMatcher, type Matcher, type MatcherSpec, type RequestFacts } from "../matching/matcher.js";
 import type { OperationNames } from "../routing/operation-names.js";
-import { HEADER_NAME } from "../text/http-field.js";
+import { headerNameProblem, headerValueProblem } from "../text/http-field.js";
 import { durationMs } from "./duration.js";
 import { type ResponseSpec, type RuleSpec, ruleSchema, whenSchema } from "./schema.js";
 import { compileTemplate, type Render } from "./template.js";
@@ -217,15 +217,6 @@ function ruleOperations(
  */
 const SAFE_CONTENT_TYPE = /^(?:application\/(?:[\w.+-]+\+)?json|text\/plain)[ \t]*(?:;[^{}]*)?$/i;
 
-/** Where a header value first has a character no header can carry (a control other than tab, one beyond Latin-1). */
-function unsendableAt(value: string): number {
-  for (let i = 0; i < value.length; i++) {
-    const c = value.charCodeAt(i);
-    if ((c < 0x20 && c !== 0x09) || c === 0x7f || c > 0xff) return i;
-  }
-  return -1;
-}
-
 /**
  * A scripted answer's headers that no answer could carry: a name that is no token, a value with a line break, a
  * control or a character beyond Latin-1 (Arabic, €) in its own text. Refused when the rule loads, naming the header;
@@ -239,25 +230,9 @@ function headerProblems(
   const problems: YamlProblem[] = [];
   for (const { spec: response, at } of responses) {
     for (const [name, value] of Object.entries(response.headers ?? {})) {
-      if (!HEADER_NAME.test(name)) {
-        problems.push(
-          locate(
-            [...at, "headers", name],
-            `${JSON.stringify(name)} is not an HTTP header name: use letters, digits and !#$%&'*+.^_\`|~- only (no spaces or colons).`,
-          ),
-        );
-        continue;
-      }
-      const bad = unsendableAt(value);
-      if (bad >= 0) {
-        const code = (value.codePointAt(bad) as number).toString(16).toUpperCase().padStart(4, "0");
-        problems.push(
-          locate(
-            [...at, "headers", name],
-            `The value of ${name} has U+${code} at character ${bad + 1}, which an HTTP header cannot carry (a line break, a control, or a character beyond Latin-1). Percent-encode it, for example as UTF-8''%D8%AD… (RFC 8187), or put the text in the body.`,
-          ),
-        );
-      }
+      const valueProblem = headerValueProblem(name, value);
+      const problem = headerNameProblem(name) ?? (valueProblem && `${valueProblem} Or put the text in the body.`);
+      if (problem) problems.push(locate([...at, "headers", name], problem));
     }
   }
   return problems;

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { ISSUE_CODES } from "../fhir/outcome.js";
 import { orderSpecSchema } from "../orders/order-spec.js";
+import { headerNameProblem, headerValueProblem } from "../text/http-field.js";
 import { durationSchema } from "./duration.js";
 
 /**
@@ -262,7 +263,17 @@ const pharmacyFixtureSchema = z
       .regex(/^https?:\/\/\S+$/, "an http:// or https:// URL")
       .optional()
       .describe("rest-hook endpoint that receives pushes"),
-    headers: z.record(z.string(), z.string()).optional().describe("headers sent with every push"),
+    headers: z
+      .record(z.string(), z.string())
+      .superRefine((headers, ctx) => {
+        // A header no push could carry would fail every push to this pharmacy: refused here, at its line.
+        for (const [name, value] of Object.entries(headers)) {
+          const message = headerNameProblem(name) ?? headerValueProblem(name, value);
+          if (message) ctx.addIssue({ code: "custom", path: [name], message });
+        }
+      })
+      .optional()
+      .describe("headers sent with every push"),
     clientCertificate: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/, "a certificate's name: letters, digits, . _ -")

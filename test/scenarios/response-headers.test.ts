@@ -71,6 +71,39 @@ describe("a scripted answer's headers", () => {
     expect(loadScenarioFolder(folderWith(rule(name, value))).ok).toBe(true);
   });
 
+  it.each([
+    ["a name with a space", "X Bad", "v", '"X Bad" is not an HTTP header name'],
+    ["an Arabic value", "Authorization", "Bearer حساسية", "U+062D at character 8"],
+    ["a line break", "X-Note", "one\ntwo", "U+000A at character 4"],
+  ])("a pharmacy's push header with %s: refused at load, at its line", (_, name, value, said) => {
+    const load = loadScenarioFolder(
+      folderWith(`fixtures:
+  pharmacies:
+    - licence: PH-HEADERS-1
+      endpoint: http://127.0.0.1:9/fhir
+      headers:
+        ${JSON.stringify(name)}: ${JSON.stringify(value)}
+`),
+    );
+    expect(load.ok).toBe(false);
+    if (load.ok) return;
+    expect(load.problems).toHaveLength(1);
+    expect(load.problems[0]).toMatchObject({ file: "10-headers.yaml", line: 6 });
+    expect(load.problems[0]?.message).toContain(said);
+  });
+
+  it("a pharmacy's push headers of visible ASCII and Latin-1: loaded", () => {
+    const load = loadScenarioFolder(
+      folderWith(`fixtures:
+  pharmacies:
+    - licence: PH-HEADERS-2
+      endpoint: http://127.0.0.1:9/fhir
+      headers: { Authorization: "Bearer abc.def", X-Note: "café" }
+`),
+    );
+    expect(load.ok).toBe(true);
+  });
+
   it("added at run time: 400 naming the header, and the rules in force are unchanged", async () => {
     const sandbox = createApp({ watch: false }, { logger: QUIET });
     closers.push(() => sandbox.close());
