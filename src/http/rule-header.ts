@@ -2,7 +2,7 @@
 const PLAIN = /^[!-~](?:[ !-~]*[!-~])?$/;
 
 /** RFC 8187's ext-value with its charset and no language: what marks a value as encoded. */
-export const ENCODED_MARK = "UTF-8''";
+const ENCODED_MARK = "UTF-8''";
 
 /** The mark as an RFC 8187 reader sees it: a charset's name is case-insensitive. */
 const MARKED = /^utf-8''/i;
